@@ -1,0 +1,66 @@
+/** The CLI commands that talk to a running gateway through the SDK. */
+import { connect } from '../sdk/client.ts'
+import { ObjectRef } from '../sdk/codec.ts'
+
+function print(value: unknown): void {
+  if (value instanceof Uint8Array) process.stdout.write(value)
+  else console.log(JSON.stringify(value, null, 2))
+}
+
+export async function runInvoke(url: string, token: string | undefined, args: string[], async: boolean) {
+  const [name, json] = args
+  if (!name) throw new Error('usage: magpie invoke NAME [JSON] [--async]')
+  let callArgs: unknown = []
+  if (json !== undefined) {
+    try {
+      callArgs = JSON.parse(json)
+    } catch {
+      throw new Error(`the arguments are not JSON: ${json}`)
+    }
+  }
+  if (!Array.isArray(callArgs)) callArgs = [callArgs]
+  const mp = connect(url, { token })
+  try {
+    const ref = mp.remote(name).remote(...(callArgs as unknown[]))
+    if (async) {
+      await mp.wait([ref], { numReturns: 0 })
+      console.log(ref.id)
+    } else {
+      print(await mp.get(ref))
+    }
+  } finally {
+    await mp.close()
+  }
+  return 0
+}
+
+export async function runGet(url: string, token: string | undefined, args: string[]) {
+  const [id] = args
+  if (!id) throw new Error('usage: magpie get ID')
+  const mp = connect(url, { token })
+  try {
+    print(await mp.get(new ObjectRef(id)))
+  } finally {
+    await mp.close()
+  }
+  return 0
+}
+
+export async function runStatus(url: string, token: string | undefined) {
+  const mp = connect(url, { token })
+  try {
+    const response = await fetch(`${mp.url}/v1/nodes`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    })
+    const nodes = (await response.json()) as Array<Record<string, unknown>>
+    for (const n of nodes) {
+      const objects = n.objects as { count: number; bytes: number }
+      console.log(
+        `${n.id}\t${n.state}\tcpus ${n.cpus}\trunning ${n.running}\tqueued ${n.queued}\tobjects ${objects.count} (${objects.bytes} bytes)`,
+      )
+    }
+  } finally {
+    await mp.close()
+  }
+  return 0
+}

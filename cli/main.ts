@@ -1,0 +1,62 @@
+/** The magpie command line: start the platform, call functions, read objects. */
+import { parseArgs } from 'node:util'
+import { runGet, runInvoke, runStatus } from './client-commands.ts'
+import { runStart } from './start.ts'
+
+const USAGE = `usage: magpie <command> [options]
+
+commands:
+  start [--port 8080] [--host 127.0.0.1] [--cpus N] [--functions ./functions] [--token T]
+                              a gateway and one node serving a folder of functions
+  invoke NAME [JSON] [--async] call a function (JSON: an array of arguments)
+  get ID                       read an object, waiting until it is ready
+  status                       nodes, queues and objects at a glance
+
+client commands take --url (default $MAGPIE_URL or http://127.0.0.1:8080) and --token ($MAGPIE_TOKEN).`
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      cpus: { type: 'string' },
+      functions: { type: 'string' },
+      token: { type: 'string' },
+      url: { type: 'string' },
+      async: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  })
+  if (values.help || command === undefined || command === 'help') {
+    console.log(USAGE)
+    return command === undefined ? 2 : 0
+  }
+  const url = values.url ?? process.env.MAGPIE_URL ?? 'http://127.0.0.1:8080'
+  const token = values.token ?? process.env.MAGPIE_TOKEN
+  switch (command) {
+    case 'start':
+      return runStart({ ...values, token })
+    case 'invoke':
+      return runInvoke(url, token, positionals, values.async === true)
+    case 'get':
+      return runGet(url, token, positionals)
+    case 'status':
+      return runStatus(url, token)
+    default:
+      console.error(`unknown command: ${command}\n\n${USAGE}`)
+      return 2
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 0) process.exitCode = code
+  },
+  (err: unknown) => {
+    console.error(`magpie: ${(err as Error).message}`)
+    process.exitCode = 1
+  },
+)

@@ -1,0 +1,4 @@
+/** square(x): x times x. */
+export default function square(x: number): number {
+  return x * x
+}

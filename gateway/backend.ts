@@ -1,0 +1,61 @@
+/**
+ * What the gateway needs from the nodes behind it. In the embedded default it
+ * is one local node in the same process.
+ */
+
+import type { LocalNode, NodeStats, TaskSpec } from '../node/node.ts'
+import type { ObjectEntry } from '../node/store/object-store.ts'
+import type { EncodedValue } from '../sdk/codec.ts'
+
+export interface NodeInfo extends Omit<NodeStats, 'steals'> {
+  id: string
+  address: string
+  state: 'alive' | 'dead'
+  resources: Record<string, number>
+  steals: { in: number; out: number }
+}
+
+export interface Backend {
+  /** Starts a call; false if an object with its id exists already (nothing runs). */
+  submit(spec: TaskSpec): boolean
+  /** Stores a value; false if the id is taken. */
+  put(id: string, value: EncodedValue, ttlMs?: number): boolean
+  /** An object's entry, refreshing its lifetime. */
+  lookup(id: string): ObjectEntry | undefined
+  whenSettled(id: string, timeoutMs: number): Promise<ObjectEntry | undefined>
+  /** Settled ids among `ids`, in input order, at most `count`, once `count` settle or time runs out. */
+  waitAny(ids: readonly string[], count: number, timeoutMs: number): Promise<string[]>
+  delete(id: string): boolean
+  nodes(): NodeInfo[]
+  ready(): boolean
+}
+
+/** A backend on one node living in this process. */
+export function localBackend(node: LocalNode, address: () => string): Backend {
+  let ready = false
+  node.ready().then(() => {
+    ready = true
+  })
+  return {
+    submit: (spec) => node.submit(spec),
+    put: (id, value, ttlMs) => node.store.put(id, value, ttlMs),
+    lookup: (id) => node.store.lookup(id),
+    whenSettled: (id, timeoutMs) => node.store.whenSettled(id, timeoutMs),
+    waitAny: (ids, count, timeoutMs) => node.store.waitAny(ids, count, timeoutMs),
+    delete: (id) => node.delete(id),
+    nodes: () => {
+      const { steals, ...stats } = node.stats()
+      return [
+        {
+          id: 'local',
+          address: address(),
+          state: 'alive',
+          resources: {},
+          ...stats,
+          steals: { in: steals, out: steals },
+        },
+      ]
+    },
+    ready: () => ready,
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * Checks what clients send, once, at the edge: object ids, `?wait=`, call
+ * bodies and `$ref` arguments. Everything past here trusts its input.
+ */
+import type { Context } from 'hono'
+import type { TaskArg } from '../node/worker/messages.ts'
+import { toShared } from '../node/worker/shared-bytes.ts'
+import { BYTES_TYPE, type EncodedValue, isObjectId, refIdOf } from '../sdk/codec.ts'
+import { BadRequestError, ObjectNotFoundError } from '../sdk/errors.ts'
+import { type CallOptions, checkCallOptions } from '../sdk/types.ts'
+
+export const MAX_WAIT_S = 60
+
+export function checkId(id: string | undefined, what = 'object id'): string {
+  if (!isObjectId(id))
+    throw new BadRequestError(`bad ${what}: ids are 16 to 64 characters of A-Z, a-z, 0-9, _ and -`)
+  return id
+}
+
+/** Seconds to wait from a `?wait=` or `timeout` value: 0 to 60, fractions allowed. */
+export function parseSeconds(raw: unknown, what: string): number {
+  const value = typeof raw === 'string' && /^\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : raw
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_WAIT_S) {
+    throw new BadRequestError(`${what} must be a number of seconds from 0 to ${MAX_WAIT_S}`)
+  }
+  return value
+}
+
+export function waitParam(c: Context): number | undefined {
+  const raw = c.req.query('wait')
+  return raw === undefined ? undefined : parseSeconds(raw, 'wait')
+}
+
+export function isBytes(c: Context): boolean {
+  return (c.req.header('content-type') ?? '').toLowerCase().startsWith(BYTES_TYPE)
+}
+
+/** The request body as text or bytes (the size limit is enforced before this runs). */
+export async function readValue(c: Context): Promise<EncodedValue> {
+  if (isBytes(c)) return { kind: 'bytes', bytes: toShared(new Uint8Array(await c.req.arrayBuffer())) }
+  const text = await c.req.text()
+  parseJson(text)
+  return { kind: 'json', text }
+}
+
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw new BadRequestError(`malformed JSON: ${(err as Error).message}`)
+  }
+}
+
+/** Arguments and options of a call: a JSON array, `{"args": [...], "options": {...}}`, or raw bytes. */
+export async function readCall(
+  c: Context,
+  exists: (id: string) => boolean,
+): Promise<{ args: TaskArg[]; options: CallOptions }> {
+  if (isBytes(c)) {
+    return {
+      args: [{ kind: 'bytes', bytes: toShared(new Uint8Array(await c.req.arrayBuffer())) }],
+      options: {},
+    }
+  }
+  const text = await c.req.text()
+  const body = text.trim() === '' ? [] : parseJson(text)
+  let args: unknown[]
+  let options: CallOptions = {}
+  if (Array.isArray(body)) {
+    args = body
+  } else if (isEnvelope(body)) {
+    args = body.args
+    try {
+      options = checkCallOptions(body.options)
+    } catch (err) {
+      throw new BadRequestError((err as Error).message)
+    }
+  } else {
+    throw new BadRequestError(
+      'the body must be a JSON array of arguments, or {"args": [...], "options": {...}}',
+    )
+  }
+  return { args: args.map((arg) => toTaskArg(arg, exists)), options }
+}
+
+function isEnvelope(body: unknown): body is { args: unknown[]; options?: unknown } {
+  if (typeof body !== 'object' || body === null) return false
+  const keys = Object.keys(body)
+  return (
+    Array.isArray((body as { args?: unknown }).args) && keys.every((k) => k === 'args' || k === 'options')
+  )
+}
+
+function toTaskArg(arg: unknown, exists: (id: string) => boolean): TaskArg {
+  const ref = refIdOf(arg)
+  if (ref === undefined) return { kind: 'json', text: JSON.stringify(arg) }
+  const id = checkId(ref, '$ref id')
+  if (!exists(id)) throw new ObjectNotFoundError(`no object ${id}`)
+  return { kind: 'ref', id }
+}

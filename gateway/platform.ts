@@ -1,0 +1,87 @@
+/**
+ * The embedded platform: a gateway and one local node in this process,
+ * serving every function folder of a directory. `magpie start` runs this.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { serve } from '@hono/node-server'
+import { LocalNode } from '../node/node.ts'
+import { createGatewayApp } from './app.ts'
+import { localBackend } from './backend.ts'
+import { FunctionRegistry } from './registry/registry.ts'
+
+export interface PlatformOptions {
+  /** Folder of function folders to serve. */
+  functionsDir: string
+  /** Port to listen on; 0 picks a free one (default 8080). */
+  port?: number
+  /** Address to listen on (default 127.0.0.1; any other needs a token). */
+  host?: string
+  /** Worker threads (default: one per core). */
+  cpus?: number
+  /** Token every /v1 call must carry. */
+  token?: string | undefined
+  /** Bytes of finished objects a node keeps in memory. */
+  objectStoreMemory?: number
+  /** Largest request body in bytes. */
+  maxBodyBytes?: number
+}
+
+export interface Platform {
+  url: string
+  port: number
+  close(): Promise<void>
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1'])
+
+export async function startPlatform(options: PlatformOptions): Promise<Platform> {
+  const host = options.host ?? '127.0.0.1'
+  if (!LOOPBACK.has(host) && !options.token) {
+    throw new Error(
+      `refusing to listen on ${host} without a token: set --token or MAGPIE_TOKEN, or use 127.0.0.1`,
+    )
+  }
+  const stateDir = await mkdtemp(join(tmpdir(), 'magpie-'))
+  const functions = new FunctionRegistry({ bundleDir: join(stateDir, 'bundles') })
+  await functions.deployAll(options.functionsDir)
+  const node = new LocalNode({
+    functions,
+    ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
+    ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
+  })
+  let url = ''
+  const backend = localBackend(node, () => url)
+  const app = createGatewayApp({
+    backend,
+    functions,
+    token: options.token,
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+  })
+  const server = serve({ fetch: app.fetch, port: options.port ?? 8080, hostname: host })
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve)
+    server.once('error', reject)
+  })
+  await node.ready()
+  const port = (server.address() as AddressInfo).port
+  url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  let closed: Promise<void> | undefined
+  return {
+    url,
+    port,
+    close() {
+      closed ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve())
+          ;(server as { closeAllConnections?: () => void }).closeAllConnections?.()
+        })
+        await node.close()
+        await rm(stateDir, { recursive: true, force: true })
+      })()
+      return closed
+    },
+  }
+}

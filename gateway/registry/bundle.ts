@@ -1,0 +1,62 @@
+/**
+ * Bundles a function folder into one ES module with esbuild: its own imports
+ * and dependencies inlined, and `import ... from 'magpie'` bound to magpie's
+ * SDK, whose in-function API the worker connects to the node at run time.
+ */
+import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build, type Plugin } from 'esbuild'
+
+export const ENTRY_NAMES = ['index.ts', 'index.mts', 'index.js', 'index.mjs'] as const
+
+const here = dirname(fileURLToPath(import.meta.url))
+const sdkEntry = resolve(here, '../../sdk/index.ts')
+const require = createRequire(import.meta.url)
+
+/** The entry file of a function folder, or undefined if it has none. */
+export function findEntry(dir: string): string | undefined {
+  for (const name of ENTRY_NAMES) {
+    const file = join(dir, name)
+    if (existsSync(file)) return file
+  }
+  return undefined
+}
+
+const magpieImports: Plugin = {
+  name: 'magpie-imports',
+  setup(b) {
+    b.onResolve({ filter: /^magpie$/ }, () => ({ path: sdkEntry }))
+    // The SDK loads undici lazily for connect(); point it at magpie's own copy.
+    b.onResolve({ filter: /^undici$/ }, () => ({ path: require.resolve('undici'), external: true }))
+  },
+}
+
+export interface Bundle {
+  code: string
+  /** First 12 hex digits of the SHA-256 of the code. */
+  version: string
+}
+
+/** Bundles the folder's entry; throws esbuild's message if it does not build. */
+export async function bundleFunction(entry: string): Promise<Bundle> {
+  const result = await build({
+    entryPoints: [entry],
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    write: false,
+    logLevel: 'silent',
+    sourcemap: 'inline',
+    plugins: [magpieImports],
+    banner: {
+      js: "import { createRequire as __magpieRequire } from 'node:module'; const require = __magpieRequire(import.meta.url);",
+    },
+  })
+  const code = result.outputFiles[0]?.text ?? ''
+  const version = createHash('sha256').update(code).digest('hex').slice(0, 12)
+  return { code, version }
+}

@@ -1,0 +1,49 @@
+/** How the gateway answers with an object: its value, its error, or its status while it is unfinished. */
+import type { Context } from 'hono'
+import type { ObjectEntry } from '../node/store/object-store.ts'
+import { BYTES_TYPE, JSON_TYPE } from '../sdk/codec.ts'
+import { ERROR_STATUS, ObjectNotFoundError, type SerializedError } from '../sdk/errors.ts'
+
+export const ID_HEADER = 'X-Magpie-Object-Id'
+
+export function errorResponse(error: SerializedError, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ error }), {
+    status: ERROR_STATUS[error.code] ?? 500,
+    headers: { 'content-type': JSON_TYPE, ...headers },
+  })
+}
+
+/** 202 with the object's status, and where to poll it. */
+export function pendingResponse(c: Context, id: string, status: string): Response {
+  c.header('Location', `/v1/objects/${id}`)
+  return c.json({ id, status }, 202)
+}
+
+/** The value (200), the error, or the status (202) of an object; 404 if it is gone. */
+export function objectResponse(c: Context, id: string, entry: ObjectEntry | undefined): Response {
+  if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
+  switch (entry.status) {
+    case 'ready': {
+      const value = entry.value
+      if (!value) throw new ObjectNotFoundError(`no object ${id}`)
+      if (value.kind === 'json') {
+        return new Response(value.text, {
+          status: 200,
+          headers: { 'content-type': JSON_TYPE, [ID_HEADER]: id },
+        })
+      }
+      // Response bodies cannot be shared memory: the bytes are copied once here.
+      return new Response(new Uint8Array(value.bytes), {
+        status: 200,
+        headers: { 'content-type': BYTES_TYPE, [ID_HEADER]: id },
+      })
+    }
+    case 'failed':
+    case 'cancelled':
+      return errorResponse(entry.error ?? { code: 'TASK_CANCELLED', message: `object ${id} was cancelled` }, {
+        [ID_HEADER]: id,
+      })
+    default:
+      return pendingResponse(c, id, entry.status)
+  }
+}

@@ -1,0 +1,34 @@
+/** Functions: list them, read one, and invoke one. */
+import { Hono } from 'hono'
+import { newObjectId } from '../../sdk/codec.ts'
+import { FunctionNotFoundError } from '../../sdk/errors.ts'
+import type { Backend } from '../backend.ts'
+import { checkId, readCall, waitParam } from '../http-input.ts'
+import { type FunctionRegistry, publicInfo } from '../registry/registry.ts'
+import { ID_HEADER, objectResponse, pendingResponse } from '../respond.ts'
+
+export function functionRoutes(backend: Backend, functions: FunctionRegistry): Hono {
+  const app = new Hono()
+
+  app.get('/functions', (c) => c.json(functions.list().map(publicInfo)))
+
+  app.get('/functions/:name', (c) => {
+    const record = functions.get(c.req.param('name'))
+    if (!record) throw new FunctionNotFoundError(`no function named ${c.req.param('name')}`)
+    return c.json(publicInfo(record))
+  })
+
+  app.post('/functions/:name/invoke', async (c) => {
+    const name = c.req.param('name')
+    if (!functions.get(name)) throw new FunctionNotFoundError(`no function named ${name}`)
+    const header = c.req.header(ID_HEADER)
+    const id = header === undefined ? newObjectId() : checkId(header)
+    const wait = waitParam(c)
+    const { args, options } = await readCall(c, (ref) => backend.lookup(ref) !== undefined)
+    backend.submit({ id, fn: name, args, options })
+    if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000))
+    return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
+  })
+
+  return app
+}

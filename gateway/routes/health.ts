@@ -1,0 +1,13 @@
+/** Liveness, readiness and the node list. */
+import { Hono } from 'hono'
+import type { Backend } from '../backend.ts'
+
+export function healthRoutes(backend: Backend): Hono {
+  const app = new Hono()
+  app.get('/healthz', (c) => c.json({ status: 'ok' }))
+  app.get('/readyz', (c) =>
+    backend.ready() ? c.json({ status: 'ready' }) : c.json({ status: 'starting' }, 503),
+  )
+  app.get('/v1/nodes', (c) => c.json(backend.nodes()))
+  return app
+}

@@ -1,0 +1,383 @@
+/**
+ * A node: the local scheduler and object store on the main thread, and one
+ * worker thread per CPU running the functions. Tasks wait here until their
+ * top-level `$ref` arguments are ready, then go to a worker deque; workers are
+ * handed work while they have room in their CPU slot, plus a little prefetch.
+ */
+import { availableParallelism, totalmem } from 'node:os'
+import type { EncodedValue } from '../sdk/codec.ts'
+import { FunctionNotFoundError, type SerializedError } from '../sdk/errors.ts'
+import type { CallOptions } from '../sdk/types.ts'
+import { WorkScheduler } from './scheduler/scheduler.ts'
+import { type ObjectEntry, ObjectStore } from './store/object-store.ts'
+import type { FromWorker, Outcome, TaskArg } from './worker/messages.ts'
+import { WorkerHandle } from './worker/worker-handle.ts'
+
+/** What a node needs to know of the deployed functions. */
+export interface FunctionCatalog {
+  get(name: string): { url: string; config: CallOptions } | undefined
+  names(): string[]
+  onChange(listener: () => void): () => void
+}
+
+export interface NodeOptions {
+  functions: FunctionCatalog
+  /** Worker threads (default: one per core). */
+  cpus?: number
+  /** Bytes of finished objects kept in memory (default 30% of RAM). */
+  objectStoreMemory?: number
+  /** Default lifetime of results, in seconds (default 3600). */
+  ttlS?: number
+  /** Tasks handed to a worker beyond its CPU slot, so it never waits for the next (default 1). */
+  prefetch?: number
+}
+
+/** A call as submitted, to the gateway or from inside a function. */
+export interface TaskSpec {
+  id: string
+  fn: string
+  args: TaskArg[]
+  options: CallOptions
+}
+
+interface Task extends TaskSpec {
+  url: string
+  weight: number
+  attempts: number
+  maxRetries: number
+  retryExceptions: boolean
+  /** Worker whose task submitted this one, for depth-first placement. */
+  origin: number | undefined
+}
+
+export interface NodeStats {
+  cpus: number
+  running: number
+  queued: number
+  steals: number
+  objects: { count: number; bytes: number; spilledBytes: number }
+}
+
+const DEFAULT_MAX_RETRIES = 3
+
+export class LocalNode {
+  readonly store: ObjectStore
+  readonly cpus: number
+  readonly #functions: FunctionCatalog
+  readonly #scheduler: WorkScheduler<Task>
+  readonly #workers: WorkerHandle[] = []
+  /** Tasks handed to workers, by result id. */
+  readonly #running = new Map<string, Task>()
+  readonly #capacity: number
+  readonly #ttlMs: number
+  #dispatchQueued = false
+  #closing = false
+  #offFunctions: () => void
+
+  constructor(options: NodeOptions) {
+    const cpus = options.cpus ?? availableParallelism()
+    if (!Number.isInteger(cpus) || cpus < 1) throw new TypeError('options.cpus must be a positive integer')
+    const prefetch = options.prefetch ?? 1
+    if (!Number.isInteger(prefetch) || prefetch < 0)
+      throw new TypeError('options.prefetch must be a non-negative integer')
+    const ttlS = options.ttlS ?? 3600
+    if (!(ttlS > 0)) throw new TypeError('options.ttlS must be a positive number')
+    this.cpus = cpus
+    this.#capacity = 1 + prefetch
+    this.#ttlMs = ttlS * 1000
+    this.#functions = options.functions
+    this.#scheduler = new WorkScheduler<Task>(cpus)
+    this.store = new ObjectStore({
+      maxBytes: options.objectStoreMemory ?? Math.floor(totalmem() * 0.3),
+      ttlMs: this.#ttlMs,
+    })
+    for (let i = 0; i < cpus; i++) this.#workers.push(this.#spawn(i))
+    this.#offFunctions = options.functions.onChange(() => {
+      const names = options.functions.names()
+      for (const w of this.#workers) w.send({ type: 'functions', names })
+    })
+  }
+
+  /** Resolves once every worker thread is up. */
+  async ready(): Promise<void> {
+    await Promise.all(this.#workers.map((w) => w.online))
+  }
+
+  #spawn(index: number): WorkerHandle {
+    return new WorkerHandle(
+      { index, names: this.#functions.names() },
+      {
+        messages: (handle, batch) => this.#onMessages(handle, batch),
+        exit: (handle, error) => this.#onExit(handle, error),
+      },
+    )
+  }
+
+  /**
+   * Submits a call. Returns false, and runs nothing, if an object with its id exists.
+   * Throws FunctionNotFoundError for an unknown function.
+   */
+  submit(spec: TaskSpec, origin?: number): boolean {
+    const record = this.#functions.get(spec.fn)
+    if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
+    const options = { ...record.config, ...spec.options }
+    const ttlMs = options.ttlS === undefined ? this.#ttlMs : options.ttlS * 1000
+    if (!this.store.create(spec.id, spec.fn, ttlMs)) return false
+    const task: Task = {
+      ...spec,
+      options,
+      url: record.url,
+      weight: 1 / (options.concurrency ?? 1),
+      attempts: 0,
+      maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+      retryExceptions: options.retryExceptions ?? false,
+      origin,
+    }
+    this.#whenArgsReady(task)
+    return true
+  }
+
+  /** Queues the task once its top-level refs are ready; fails it if one failed or is gone. */
+  #whenArgsReady(task: Task): void {
+    const refs = [...new Set(task.args.flatMap((a) => (a.kind === 'ref' ? [a.id] : [])))]
+    let missing = refs.length
+    if (missing === 0) {
+      this.#enqueue(task)
+      return
+    }
+    let failed = false
+    for (const id of refs) {
+      this.store.onSettled(id, (entry) => {
+        if (failed) return
+        const problem = argumentProblem(id, entry)
+        if (problem) {
+          failed = true
+          this.store.settle(task.id, { error: problem })
+        } else if (--missing === 0) {
+          this.#enqueue(task)
+        }
+      })
+    }
+  }
+
+  #enqueue(task: Task): void {
+    if (!this.store.has(task.id)) return // freed before it could run
+    this.#scheduler.push(
+      task,
+      task.origin,
+      this.#workers.map((w) => w.load),
+    )
+    this.#queueDispatch()
+  }
+
+  #queueDispatch(): void {
+    if (this.#dispatchQueued) return
+    this.#dispatchQueued = true
+    queueMicrotask(() => {
+      this.#dispatchQueued = false
+      this.#dispatch()
+    })
+  }
+
+  /** Hands queued tasks to workers with room: own deque first, else stolen. */
+  #dispatch(): void {
+    if (this.#scheduler.queued === 0) return
+    for (const worker of this.#workers) {
+      while (worker.alive && worker.load < this.#capacity - 1e-9) {
+        const task = this.#scheduler.take(worker.index)
+        if (!task) break
+        this.#run(worker, task)
+      }
+    }
+  }
+
+  #run(worker: WorkerHandle, task: Task): void {
+    const args: EncodedValue[] = []
+    for (const arg of task.args) {
+      if (arg.kind !== 'ref') {
+        args.push(arg)
+        continue
+      }
+      const entry = this.store.lookup(arg.id)
+      const problem = argumentProblem(arg.id, entry)
+      if (problem || !entry?.value) {
+        this.store.settle(task.id, { error: problem ?? lostArgument(arg.id) })
+        return
+      }
+      args.push(entry.value)
+    }
+    task.attempts += 1
+    this.store.markRunning(task.id, task.attempts)
+    worker.assigned.set(task.id, { id: task.id, weight: task.weight, waiting: 0 })
+    worker.load += task.weight
+    this.#running.set(task.id, task)
+    worker.send({ type: 'run', task: { id: task.id, fn: task.fn, url: task.url, args, weight: task.weight } })
+  }
+
+  #onMessages(worker: WorkerHandle, batch: FromWorker[]): void {
+    for (const message of batch) {
+      switch (message.type) {
+        case 'submit':
+          this.#submitNested(worker, message)
+          break
+        case 'put':
+          this.store.put(message.id, message.value)
+          break
+        case 'done':
+          this.#done(worker, message.id, message.outcome)
+          break
+        case 'get':
+          this.#get(worker, message)
+          break
+        case 'wait':
+          this.#wait(worker, message)
+          break
+      }
+    }
+    this.#queueDispatch()
+  }
+
+  #submitNested(worker: WorkerHandle, message: Extract<FromWorker, { type: 'submit' }>): void {
+    const { id, fn, args, options } = message
+    try {
+      this.submit({ id, fn, args, options }, worker.index)
+    } catch (err) {
+      // The function vanished between the call and now: its result says so.
+      this.store.create(id, fn)
+      this.store.settle(id, { error: { code: 'FUNCTION_NOT_FOUND', message: (err as Error).message } })
+    }
+  }
+
+  #done(worker: WorkerHandle, id: string, outcome: Outcome): void {
+    worker.release(id)
+    const task = this.#running.get(id)
+    this.#running.delete(id)
+    if (!task) return
+    if (
+      'error' in outcome &&
+      task.retryExceptions &&
+      task.attempts <= task.maxRetries &&
+      this.store.has(id)
+    ) {
+      this.#scheduler.requeue(task)
+      return
+    }
+    if ('error' in outcome) outcome.error.attempts = task.attempts
+    this.store.settle(id, outcome)
+  }
+
+  #get(worker: WorkerHandle, message: Extract<FromWorker, { type: 'get' }>): void {
+    const unique = [...new Set(message.ids)]
+    const reply = (settled: string[]) => {
+      const done = new Set(settled)
+      const results = message.ids.map((id): Outcome => {
+        if (!done.has(id))
+          return { error: { code: 'GET_TIMEOUT', message: `object ${id} not ready in time` } }
+        const entry = this.store.lookup(id)
+        return entry?.value
+          ? { value: entry.value }
+          : { error: argumentProblem(id, entry) ?? lostArgument(id) }
+      })
+      worker.send({ type: 'values', req: message.req, results })
+    }
+    this.#whenSettled(worker, message.task, unique, unique.length, message.timeoutMs, reply)
+  }
+
+  #wait(worker: WorkerHandle, message: Extract<FromWorker, { type: 'wait' }>): void {
+    this.#whenSettled(worker, message.task, message.ids, message.numReturns, message.timeoutMs, (ready) =>
+      worker.send({ type: 'waited', req: message.req, ready }),
+    )
+  }
+
+  /** Calls `then` when `count` of `ids` settle; the task's CPU share is free while it waits. */
+  #whenSettled(
+    worker: WorkerHandle,
+    taskId: string | null,
+    ids: string[],
+    count: number,
+    timeoutMs: number | null,
+    then: (settled: string[]) => void,
+  ): void {
+    const limit = timeoutMs ?? Number.POSITIVE_INFINITY
+    const waiting = this.store.waitAny(ids, count, 0)
+    waiting.then((now) => {
+      if (now.length >= count || limit <= 0) {
+        then(now)
+        return
+      }
+      if (taskId) worker.block(taskId)
+      this.#queueDispatch()
+      this.store.waitAny(ids, count, limit).then((settled) => {
+        if (taskId) worker.unblock(taskId)
+        then(settled)
+      })
+    })
+  }
+
+  #onExit(worker: WorkerHandle, error: Error | undefined): void {
+    if (this.#closing) return
+    const reason = error ? `${error.name}: ${error.message}` : 'the worker thread exited'
+    for (const id of worker.assigned.keys()) {
+      const task = this.#running.get(id)
+      this.#running.delete(id)
+      if (!task) continue
+      if (task.attempts <= task.maxRetries) {
+        this.#scheduler.requeue(task)
+      } else {
+        const crash: SerializedError = {
+          code: 'WORKER_CRASHED',
+          name: error?.name ?? 'WorkerCrashed',
+          message: reason,
+          attempts: task.attempts,
+        }
+        this.store.settle(id, { error: crash })
+      }
+    }
+    const replacement = this.#spawn(worker.index)
+    this.#workers[worker.index] = replacement
+    replacement.online.then(() => this.#queueDispatch())
+  }
+
+  /** Frees an object; a queued task making it is dropped. */
+  delete(id: string): boolean {
+    const existed = this.store.delete(id)
+    if (existed) this.#scheduler.removeWhere((t) => t.id === id)
+    return existed
+  }
+
+  stats(): NodeStats {
+    const objects = this.store.stats()
+    let running = 0
+    for (const w of this.#workers) running += w.assigned.size
+    return {
+      cpus: this.cpus,
+      running,
+      queued: this.#scheduler.queued,
+      steals: this.#scheduler.steals,
+      objects: { count: objects.count, bytes: objects.bytes, spilledBytes: 0 },
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true
+    this.#offFunctions()
+    await Promise.all(this.#workers.map((w) => w.terminate()))
+  }
+}
+
+/** Why an argument object cannot be used, or undefined if it can. */
+function argumentProblem(id: string, entry: ObjectEntry | undefined): SerializedError | undefined {
+  if (!entry) return { code: 'OBJECT_NOT_FOUND', message: `argument ${id} does not exist (freed or expired)` }
+  if (entry.status === 'ready') return undefined
+  const cause = entry.error ?? { code: 'TASK_CANCELLED' as const, message: 'cancelled' }
+  return {
+    code: cause.code,
+    message: `argument ${id} failed: ${cause.message}`,
+    ...(cause.name === undefined ? {} : { name: cause.name }),
+    cause: { ...cause, id },
+  }
+}
+
+function lostArgument(id: string): SerializedError {
+  return { code: 'OBJECT_LOST', message: `argument ${id} is no longer stored` }
+}

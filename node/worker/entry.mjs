@@ -1,0 +1,5 @@
+// Worker threads start here: TypeScript support first, then the worker itself.
+import { register } from 'tsx/esm/api'
+
+register()
+await import('./main.ts')

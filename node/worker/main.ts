@@ -1,0 +1,297 @@
+/**
+ * A worker thread of a node: runs the tasks the scheduler hands it, and serves
+ * the in-function API (`remote`, `get`, `put`, `wait`) by messages to the
+ * scheduler. A task waiting in `get` leaves the thread free for other tasks.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { parentPort, workerData } from 'node:worker_threads'
+import {
+  type EncodedValue,
+  encodeValue,
+  isObjectId,
+  newObjectId,
+  ObjectRef,
+  reviveRefs,
+} from '../../sdk/codec.ts'
+import {
+  BadRequestError,
+  deserializeError,
+  FunctionNotFoundError,
+  MagpieError,
+  serializeError,
+} from '../../sdk/errors.ts'
+import { type FunctionRuntime, RUNTIME_KEY } from '../../sdk/runtime.ts'
+import {
+  type AnyFunction,
+  type CallOptions,
+  checkCallOptions,
+  type GetOptions,
+  type RemoteFunction,
+  type WaitOptions,
+} from '../../sdk/types.ts'
+import type { FromWorker, Outcome, RunTask, TaskArg, ToWorker, WorkerData } from './messages.ts'
+import { asBuffer, toShared } from './shared-bytes.ts'
+
+if (!parentPort) throw new Error('node/worker/main.ts runs as a worker thread')
+const port = parentPort
+const data = workerData as WorkerData
+
+/** A task while it runs here: how many of its gets/waits are outstanding. */
+interface Running {
+  task: RunTask
+  waiting: number
+  done: boolean
+}
+
+const context = new AsyncLocalStorage<Running>()
+let names = new Set(data.names)
+const modules = new Map<string, AnyFunction>()
+const queue: RunTask[] = []
+let queueHead = 0
+/** CPU share of the tasks running here and not waiting on magpie. */
+let active = 0
+let pumping = false
+
+// ---- outgoing messages, batched until the current turn ends ----
+
+let outbox: FromWorker[] = []
+let flushQueued = false
+
+function send(message: FromWorker): void {
+  outbox.push(message)
+  if (!flushQueued) {
+    flushQueued = true
+    queueMicrotask(flush)
+  }
+}
+
+function flush(): void {
+  flushQueued = false
+  if (outbox.length === 0) return
+  const batch = outbox
+  outbox = []
+  port.postMessage(batch)
+}
+
+// ---- requests that wait for the scheduler's answer ----
+
+let nextReq = 1
+const replies = new Map<number, (message: ToWorker) => void>()
+
+function request(make: (req: number) => FromWorker): Promise<ToWorker> {
+  const running = context.getStore()
+  if (running && running.waiting++ === 0) {
+    active -= running.task.weight
+    queueMicrotask(pump)
+  }
+  const req = nextReq++
+  return new Promise((resolve) => {
+    replies.set(req, (reply) => {
+      if (running && --running.waiting === 0 && !running.done) active += running.task.weight
+      resolve(reply)
+    })
+    send(make(req))
+  })
+}
+
+// ---- the in-function API ----
+
+function refIds(value: unknown, what: string): string[] {
+  const list = Array.isArray(value) ? value : [value]
+  return list.map((item) => {
+    const id = item instanceof ObjectRef ? item.id : (item as { $ref?: unknown } | null)?.$ref
+    if (!isObjectId(id)) throw new TypeError(`${what} takes ObjectRefs`)
+    return id
+  })
+}
+
+function timeoutMsOf(timeout: unknown): number | null {
+  if (timeout === undefined || timeout === null) return null
+  if (typeof timeout !== 'number' || Number.isNaN(timeout) || timeout < 0) {
+    throw new TypeError('timeout must be a non-negative number of seconds')
+  }
+  return timeout * 1000
+}
+
+function encodeArg(arg: unknown): TaskArg {
+  if (arg instanceof ObjectRef) return { kind: 'ref', id: arg.id }
+  const value = encodeValue(arg)
+  return value.kind === 'bytes' ? { kind: 'bytes', bytes: toShared(value.bytes) } : value
+}
+
+function makeRemote(name: string, options: CallOptions): RemoteFunction {
+  return {
+    name,
+    remote: (...args: unknown[]) => {
+      if (!names.has(name)) throw new FunctionNotFoundError(`no function named ${name}`)
+      const id = newObjectId()
+      const parent = context.getStore()?.task.id ?? null
+      send({ type: 'submit', id, fn: name, args: args.map(encodeArg), options, parent })
+      return new ObjectRef(id)
+    },
+    options: (more: CallOptions) => makeRemote(name, { ...options, ...checkCallOptions(more) }),
+  }
+}
+
+const runtime: FunctionRuntime = {
+  remote: (name, options) => makeRemote(name, checkCallOptions(options)),
+
+  async get(refOrRefs: unknown, options: GetOptions = {}) {
+    const ids = refIds(refOrRefs, 'get')
+    const timeoutMs = timeoutMsOf(options.timeout)
+    const reply = await request((req) => ({
+      type: 'get',
+      req,
+      task: context.getStore()?.task.id ?? null,
+      ids,
+      timeoutMs,
+    }))
+    if (reply.type !== 'values') throw new MagpieError('unexpected reply to get')
+    const values = reply.results.map(decodeOutcome)
+    return Array.isArray(refOrRefs) ? values : values[0]
+  },
+
+  async put(value: unknown) {
+    const id = newObjectId()
+    const encoded = encodeArg(value)
+    if (encoded.kind === 'ref') throw new TypeError('put takes a value, not an ObjectRef')
+    send({ type: 'put', id, value: encoded })
+    return new ObjectRef(id)
+  },
+
+  async wait(refs: readonly ObjectRef[], options: WaitOptions = {}) {
+    if (!Array.isArray(refs)) throw new TypeError('wait takes an array of ObjectRefs')
+    const ids = refIds(refs, 'wait')
+    if (new Set(ids).size !== ids.length) throw new BadRequestError('wait got the same ref twice')
+    const numReturns = options.numReturns ?? Math.min(1, ids.length)
+    if (!Number.isInteger(numReturns) || numReturns < 0 || numReturns > ids.length) {
+      throw new BadRequestError(`numReturns must be an integer from 0 to ${ids.length}`)
+    }
+    const timeoutMs = timeoutMsOf(options.timeout)
+    const reply = await request((req) => ({
+      type: 'wait',
+      req,
+      task: context.getStore()?.task.id ?? null,
+      ids,
+      numReturns,
+      timeoutMs,
+    }))
+    if (reply.type !== 'waited') throw new MagpieError('unexpected reply to wait')
+    const ready = new Set(reply.ready)
+    return {
+      ready: refs.filter((r) => ready.has(r.id)),
+      pending: refs.filter((r) => !ready.has(r.id)),
+    }
+  },
+}
+
+;(globalThis as { [RUNTIME_KEY]?: FunctionRuntime })[RUNTIME_KEY] = runtime
+
+function decodeOutcome(outcome: Outcome): unknown {
+  if ('error' in outcome) throw deserializeError(outcome.error)
+  return decodeArg(outcome.value)
+}
+
+function decodeArg(value: EncodedValue): unknown {
+  return value.kind === 'json' ? JSON.parse(value.text, reviveRefs) : asBuffer(value.bytes)
+}
+
+// ---- running tasks ----
+
+function pump(): void {
+  if (pumping) return
+  pumping = true
+  try {
+    while (queueHead < queue.length && active < 0.999) {
+      const task = queue[queueHead] as RunTask
+      queue[queueHead++] = undefined as unknown as RunTask
+      if (queueHead === queue.length) {
+        queue.length = 0
+        queueHead = 0
+      }
+      start(task)
+    }
+  } finally {
+    pumping = false
+  }
+}
+
+function start(task: RunTask): void {
+  active += task.weight
+  const running: Running = { task, waiting: 0, done: false }
+  const fn = modules.get(task.url)
+  if (!fn) {
+    load(task.url).then(
+      () => context.run(running, () => call(running)),
+      (err: unknown) => finish(running, { error: serializeError(err) }),
+    )
+    return
+  }
+  context.run(running, () => call(running))
+}
+
+function call(running: Running): void {
+  const { task } = running
+  let result: unknown
+  try {
+    const fn = modules.get(task.url) as AnyFunction
+    result = fn(...task.args.map(decodeArg))
+  } catch (err) {
+    finish(running, { error: serializeError(err) })
+    return
+  }
+  if (result instanceof Promise) {
+    result.then(
+      (value) => finish(running, encodeResult(value)),
+      (err: unknown) => finish(running, { error: serializeError(err) }),
+    )
+  } else {
+    finish(running, encodeResult(result))
+  }
+}
+
+function encodeResult(value: unknown): Outcome {
+  try {
+    const encoded = encodeValue(value)
+    return encoded.kind === 'bytes'
+      ? { value: { kind: 'bytes', bytes: toShared(encoded.bytes) } }
+      : { value: encoded }
+  } catch (err) {
+    return { error: serializeError(err) }
+  }
+}
+
+function finish(running: Running, outcome: Outcome): void {
+  running.done = true
+  if (running.waiting === 0) active -= running.task.weight
+  send({ type: 'done', id: running.task.id, outcome })
+  flush()
+  pump()
+}
+
+async function load(url: string): Promise<void> {
+  const mod = (await import(url)) as { default?: unknown }
+  if (typeof mod.default !== 'function') throw new MagpieError(`${url} has no default-exported function`)
+  modules.set(url, mod.default as AnyFunction)
+}
+
+port.on('message', (batch: ToWorker[]) => {
+  for (const message of batch) {
+    switch (message.type) {
+      case 'run':
+        queue.push(message.task)
+        break
+      case 'values':
+      case 'waited': {
+        const reply = replies.get(message.req)
+        replies.delete(message.req)
+        reply?.(message)
+        break
+      }
+      case 'functions':
+        names = new Set(message.names)
+        break
+    }
+  }
+  pump()
+})

@@ -1,0 +1,47 @@
+/**
+ * Messages between a node's scheduler (main thread) and its worker threads.
+ * Both directions send batches: an array of messages per postMessage.
+ */
+import type { EncodedValue } from '../../sdk/codec.ts'
+import type { SerializedError } from '../../sdk/errors.ts'
+import type { CallOptions } from '../../sdk/types.ts'
+
+/** An argument as submitted: a value, or a top-level reference to resolve first. */
+export type TaskArg = EncodedValue | { kind: 'ref'; id: string }
+
+/** A task handed to a worker: its arguments already resolved to values. */
+export interface RunTask {
+  id: string
+  fn: string
+  url: string
+  args: EncodedValue[]
+  /** Share of the worker's CPU slot the task takes while it runs (1 / concurrency). */
+  weight: number
+}
+
+export type Outcome = { value: EncodedValue } | { error: SerializedError }
+
+export type ToWorker =
+  | { type: 'run'; task: RunTask }
+  | { type: 'values'; req: number; results: Outcome[] }
+  | { type: 'waited'; req: number; ready: string[] }
+  | { type: 'functions'; names: string[] }
+
+export type FromWorker =
+  | { type: 'submit'; id: string; fn: string; args: TaskArg[]; options: CallOptions; parent: string | null }
+  | { type: 'put'; id: string; value: EncodedValue }
+  | { type: 'done'; id: string; outcome: Outcome }
+  | { type: 'get'; req: number; task: string | null; ids: string[]; timeoutMs: number | null }
+  | {
+      type: 'wait'
+      req: number
+      task: string | null
+      ids: string[]
+      numReturns: number
+      timeoutMs: number | null
+    }
+
+export interface WorkerData {
+  index: number
+  names: string[]
+}

@@ -1,0 +1,95 @@
+/**
+ * The scheduler's side of one worker thread: batches messages to it, and keeps
+ * the tasks it was handed and the share of its CPU slot they take.
+ */
+import { Worker } from 'node:worker_threads'
+import type { FromWorker, ToWorker, WorkerData } from './messages.ts'
+
+const ENTRY = new URL('./entry.mjs', import.meta.url)
+
+/** A task as the scheduler tracks it on a worker. */
+export interface Assigned {
+  readonly id: string
+  readonly weight: number
+  /** Gets and waits of this task still outstanding: while any are, it takes no CPU share. */
+  waiting: number
+}
+
+export interface WorkerHandleEvents {
+  messages(handle: WorkerHandle, batch: FromWorker[]): void
+  exit(handle: WorkerHandle, error: Error | undefined): void
+}
+
+export class WorkerHandle {
+  readonly index: number
+  readonly #worker: Worker
+  readonly online: Promise<void>
+  /** Tasks handed to this worker and not done, by result id. */
+  readonly assigned = new Map<string, Assigned>()
+  /** CPU share of assigned tasks that are not waiting on other objects. */
+  load = 0
+  alive = true
+  #outbox: ToWorker[] = []
+  #flushQueued = false
+
+  constructor(data: WorkerData, events: WorkerHandleEvents) {
+    this.index = data.index
+    this.#worker = new Worker(ENTRY, { workerData: data, stdout: false, stderr: false })
+    this.online = new Promise((resolve, reject) => {
+      this.#worker.once('online', resolve)
+      this.#worker.once('error', reject)
+    })
+    this.online.catch(() => {})
+    let failure: Error | undefined
+    this.#worker.on('message', (batch: FromWorker[]) => events.messages(this, batch))
+    this.#worker.on('error', (err) => {
+      failure = err
+    })
+    this.#worker.on('exit', () => {
+      this.alive = false
+      events.exit(this, failure)
+    })
+  }
+
+  send(message: ToWorker): void {
+    if (!this.alive) return
+    this.#outbox.push(message)
+    if (!this.#flushQueued) {
+      this.#flushQueued = true
+      queueMicrotask(() => this.#flush())
+    }
+  }
+
+  #flush(): void {
+    this.#flushQueued = false
+    if (!this.alive || this.#outbox.length === 0) return
+    const batch = this.#outbox
+    this.#outbox = []
+    this.#worker.postMessage(batch)
+  }
+
+  /** Marks a task as waiting on objects (or done waiting): its CPU share is freed meanwhile. */
+  block(id: string): void {
+    const task = this.assigned.get(id)
+    if (task && task.waiting++ === 0) this.load -= task.weight
+  }
+
+  unblock(id: string): void {
+    const task = this.assigned.get(id)
+    if (task && --task.waiting === 0) this.load += task.weight
+  }
+
+  /** Forgets a finished task; returns it if it was here. */
+  release(id: string): Assigned | undefined {
+    const task = this.assigned.get(id)
+    if (!task) return undefined
+    this.assigned.delete(id)
+    if (task.waiting === 0) this.load -= task.weight
+    return task
+  }
+
+  async terminate(): Promise<void> {
+    this.alive = false
+    await this.#worker.terminate()
+  }
+}

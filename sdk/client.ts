@@ -1,0 +1,266 @@
+/**
+ * The magpie client: calls functions over HTTP and reads their results.
+ * Calls are pipelined: `.remote()` picks the result's id here and returns at
+ * once, while the request travels; `get` waits for that request first.
+ */
+import { BYTES_TYPE, decodeValue, isObjectId, newObjectId, ObjectRef } from './codec.ts'
+import { BadRequestError, GetTimeoutError, type MagpieError } from './errors.ts'
+import { ProgressBar } from './progress.ts'
+import { Transport, type TransportOptions } from './transport.ts'
+import type {
+  AnyFunction,
+  CallOptions,
+  GetOptions,
+  RemoteArgs,
+  RemoteFunction,
+  WaitOptions,
+  WaitResult,
+} from './types.ts'
+
+/** Options of {@link connect}. */
+export interface ConnectOptions extends TransportOptions {}
+
+/** Longest single long-poll the gateway accepts, in seconds. */
+const MAX_POLL_S = 60
+
+type Refs = readonly ObjectRef[]
+
+/**
+ * A connection to a magpie gateway.
+ * @example
+ * const mp = connect('http://127.0.0.1:8080')
+ * console.log(await mp.get(mp.remote('square').remote(42)))  // 1764
+ */
+export class Client {
+  readonly #transport: Transport
+  /** Calls still travelling, by result id: `get` and `wait` wait for them first. */
+  readonly #submissions = new Map<string, Promise<void>>()
+
+  constructor(url: string, options: ConnectOptions = {}) {
+    this.#transport = new Transport(url, options)
+  }
+
+  get url(): string {
+    return this.#transport.baseUrl
+  }
+
+  /** A handle on the deployed function `name`. */
+  remote<F extends AnyFunction = AnyFunction>(name: string, options: CallOptions = {}): RemoteFunction<F> {
+    if (typeof name !== 'string' || name === '') throw new TypeError('name must be a non-empty string')
+    return {
+      name,
+      remote: (...args: RemoteArgs<Parameters<F>>) => this.#invoke(name, args, options),
+      options: (more: CallOptions) => this.remote<F>(name, { ...options, ...more }),
+    }
+  }
+
+  #invoke<T>(name: string, args: readonly unknown[], options: CallOptions): ObjectRef<T> {
+    const id = newObjectId()
+    const single = args.length === 1 && args[0] instanceof Uint8Array && Object.keys(options).length === 0
+    const body: BodyInit = single
+      ? (args[0] as Uint8Array as BodyInit)
+      : JSON.stringify(Object.keys(options).length === 0 ? args : { args, options })
+    const headers = { 'content-type': single ? BYTES_TYPE : 'application/json', 'x-magpie-object-id': id }
+    this.#track(
+      id,
+      this.#transport.send('POST', `/v1/functions/${encodeURIComponent(name)}/invoke`, body, headers),
+    )
+    return new ObjectRef<T>(id)
+  }
+
+  #track(id: string, request: Promise<Response>): void {
+    const done = request.then(
+      async (response) => {
+        await response.body?.cancel()
+        this.#submissions.delete(id)
+      },
+      (err: unknown) => {
+        // Kept (and so reported by get/wait) until the caller looks at the ref.
+        throw err
+      },
+    )
+    done.catch(() => {})
+    this.#submissions.set(id, done)
+  }
+
+  async #submitted(refs: Refs): Promise<void> {
+    for (const ref of refs) {
+      const pending = this.#submissions.get(ref.id)
+      if (pending) await pending
+    }
+  }
+
+  /** The value of a ref, or of a list of refs in input order. */
+  get<T>(ref: ObjectRef<T>, options?: GetOptions): Promise<T>
+  get<T extends readonly ObjectRef[]>(
+    refs: T,
+    options?: GetOptions,
+  ): Promise<{ [K in keyof T]: T[K] extends ObjectRef<infer V> ? V : unknown }>
+  async get(refOrRefs: ObjectRef | Refs, options: GetOptions = {}): Promise<unknown> {
+    const timeout = checkTimeout(options.timeout)
+    const deadline = timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout * 1000
+    if (!Array.isArray(refOrRefs)) {
+      const ref = checkRef(refOrRefs as ObjectRef)
+      await this.#submitted([ref])
+      return this.#getOne(ref.id, deadline)
+    }
+    const refs = (refOrRefs as Refs).map(checkRef)
+    await this.#submitted(refs)
+    const unique = [...new Set(refs.map((r) => r.id))]
+    const values = new Map<string, unknown>()
+    const bar = options.progress ? new ProgressBar(unique.length) : undefined
+    try {
+      let pending = unique
+      while (pending.length > 0) {
+        const left = (deadline - Date.now()) / 1000
+        if (left <= 0)
+          throw new GetTimeoutError(`${pending.length} of ${unique.length} objects not ready in time`)
+        const pollS = Math.min(left, MAX_POLL_S, bar ? 0.5 : MAX_POLL_S)
+        const { ready } = await this.#transport.json<{ ready: string[] }>('POST', '/v1/wait', {
+          ids: pending,
+          numReturns: pending.length,
+          timeout: pollS,
+        })
+        await Promise.all(ready.map(async (id) => values.set(id, await this.#read(id, 0))))
+        const got = new Set(ready)
+        pending = pending.filter((id) => !got.has(id))
+        bar?.update(unique.length - pending.length)
+      }
+    } finally {
+      bar?.done()
+    }
+    return refs.map((r) => values.get(r.id))
+  }
+
+  async #getOne(id: string, deadline: number): Promise<unknown> {
+    for (;;) {
+      const left = (deadline - Date.now()) / 1000
+      const result = await this.#read(id, Math.max(0, Math.min(left, MAX_POLL_S)))
+      if (result !== PENDING) return result
+      if (Date.now() >= deadline) throw new GetTimeoutError(`object ${id} not ready in time`)
+    }
+  }
+
+  /** Reads one object, long-polling up to `waitS`; PENDING if it is not ready by then. */
+  async #read(id: string, waitS: number): Promise<unknown> {
+    const response = await this.#transport.send('GET', `/v1/objects/${id}?wait=${roundS(waitS)}`)
+    if (response.status === 202) {
+      await response.body?.cancel()
+      return PENDING
+    }
+    return decodeResponse(response)
+  }
+
+  /** Waits until `numReturns` of `refs` are ready; both lists keep input order. */
+  async wait<T>(refs: readonly ObjectRef<T>[], options: WaitOptions = {}): Promise<WaitResult<T>> {
+    if (!Array.isArray(refs)) throw new TypeError('refs must be an array of ObjectRefs')
+    const checked = refs.map(checkRef)
+    const ids = checked.map((r) => r.id)
+    if (new Set(ids).size !== ids.length) throw new BadRequestError('wait got the same ref twice')
+    const numReturns = options.numReturns ?? Math.min(1, ids.length)
+    if (!Number.isInteger(numReturns) || numReturns < 0 || numReturns > ids.length) {
+      throw new BadRequestError(`numReturns must be an integer from 0 to ${ids.length}`)
+    }
+    const timeout = checkTimeout(options.timeout)
+    await this.#submitted(checked)
+    const deadline = timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout * 1000
+    for (;;) {
+      const left = Math.max(0, (deadline - Date.now()) / 1000)
+      const { ready } = await this.#transport.json<{ ready: string[] }>('POST', '/v1/wait', {
+        ids,
+        numReturns,
+        timeout: roundS(Math.min(left, MAX_POLL_S)),
+      })
+      if (ready.length >= numReturns || Date.now() >= deadline) {
+        const got = new Set(ready)
+        return {
+          ready: checked.filter((r) => got.has(r.id)),
+          pending: checked.filter((r) => !got.has(r.id)),
+        }
+      }
+    }
+  }
+
+  /** Yields `[ref, value]` pairs as each ref becomes ready, whatever the input order. */
+  async *asCompleted<T>(refs: readonly ObjectRef<T>[], options: { timeout?: number } = {}) {
+    const timeout = checkTimeout(options.timeout)
+    const deadline = timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout * 1000
+    let pending = [...new Map(refs.map((r) => [checkRef(r).id, r])).values()]
+    while (pending.length > 0) {
+      const left = (deadline - Date.now()) / 1000
+      if (left <= 0) throw new GetTimeoutError(`${pending.length} objects not ready in time`)
+      const first = await this.wait(pending, { numReturns: 1, timeout: Math.min(left, MAX_POLL_S) })
+      if (first.ready.length === 0) continue
+      const more = await this.wait(first.pending, { numReturns: first.pending.length, timeout: 0 })
+      for (const ref of [...first.ready, ...more.ready]) {
+        yield [ref, (await this.#read(ref.id, 0)) as T] as [ObjectRef<T>, T]
+      }
+      pending = more.pending
+    }
+  }
+
+  /** Stores a value (JSON or bytes) and returns a ref to it. */
+  async put<T>(value: T, options: { ttlS?: number } = {}): Promise<ObjectRef<T>> {
+    const bytes = value instanceof Uint8Array
+    const body = bytes ? (value as BodyInit) : JSON.stringify(value === undefined ? null : value)
+    const query = options.ttlS === undefined ? '' : `?ttlS=${options.ttlS}`
+    const response = await this.#transport.send('POST', `/v1/objects${query}`, body, {
+      'content-type': bytes ? BYTES_TYPE : 'application/json',
+    })
+    const { id } = (await response.json()) as { id: string }
+    return new ObjectRef<T>(id)
+  }
+
+  /** Frees objects early; their ids answer OBJECT_NOT_FOUND afterwards. */
+  async free(refs: ObjectRef | Refs): Promise<void> {
+    const list = Array.isArray(refs) ? (refs as Refs) : [refs as ObjectRef]
+    await this.#submitted(list.map(checkRef))
+    await Promise.all(list.map((r) => this.#transport.send('DELETE', `/v1/objects/${r.id}`)))
+  }
+
+  /** Status, size and placement of an object. */
+  meta(ref: ObjectRef): Promise<Record<string, unknown>> {
+    return this.#transport.json('GET', `/v1/objects/${checkRef(ref).id}/meta`)
+  }
+
+  /** Closes the connections kept to the gateway. */
+  close(): Promise<void> {
+    return this.#transport.close()
+  }
+}
+
+const PENDING = Symbol('pending')
+
+function roundS(seconds: number): string {
+  return String(Math.round(seconds * 1000) / 1000)
+}
+
+function checkRef(ref: ObjectRef): ObjectRef {
+  if (!(ref instanceof ObjectRef) || !isObjectId(ref.id)) throw new TypeError('expected an ObjectRef')
+  return ref
+}
+
+function checkTimeout(timeout: unknown): number | undefined {
+  if (timeout === undefined || timeout === null) return undefined
+  if (typeof timeout !== 'number' || Number.isNaN(timeout) || timeout < 0) {
+    throw new TypeError('timeout must be a non-negative number of seconds')
+  }
+  return timeout
+}
+
+async function decodeResponse(response: Response): Promise<unknown> {
+  const type = response.headers.get('content-type') ?? ''
+  if (type.startsWith(BYTES_TYPE)) return new Uint8Array(await response.arrayBuffer())
+  return decodeValue({ kind: 'json', text: await response.text() })
+}
+
+/**
+ * Connects to a magpie gateway (default `http://127.0.0.1:8080`).
+ * @example
+ * const mp = connect('http://127.0.0.1:8080', { token: process.env.MAGPIE_TOKEN })
+ */
+export function connect(url = 'http://127.0.0.1:8080', options: ConnectOptions = {}): Client {
+  return new Client(url, options)
+}
+
+export type { MagpieError }

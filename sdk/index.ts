@@ -1,0 +1,38 @@
+/**
+ * magpie's public surface: the client (`connect`), the in-function API
+ * (`remote`, `get`, `put`, `wait`), object refs and the error classes.
+ */
+export type { ConnectOptions } from './client.ts'
+export { Client, connect } from './client.ts'
+export type { EncodedValue } from './codec.ts'
+export { isObjectId, ObjectRef } from './codec.ts'
+export type { ErrorCode, RemoteErrorInfo, SerializedError } from './errors.ts'
+export {
+  ActorDiedError,
+  BadRequestError,
+  ERROR_STATUS,
+  FunctionNotFoundError,
+  FunctionTimeoutError,
+  GetTimeoutError,
+  MagpieError,
+  NotFoundError,
+  ObjectLostError,
+  ObjectNotFoundError,
+  ObjectStoreFullError,
+  PayloadTooLargeError,
+  TaskCancelledError,
+  TaskError,
+  WorkerCrashedError,
+} from './errors.ts'
+export type { FunctionRuntime } from './runtime.ts'
+export { get, put, remote, wait } from './runtime.ts'
+export type {
+  AnyFunction,
+  CallOptions,
+  GetOptions,
+  RemoteArgs,
+  RemoteFunction,
+  RemoteResult,
+  WaitOptions,
+  WaitResult,
+} from './types.ts'

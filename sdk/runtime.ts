@@ -1,0 +1,66 @@
+/**
+ * The in-function API: `remote`, `get`, `put` and `wait` imported from 'magpie'
+ * inside a function are bound to the node the function runs on. The node's
+ * worker installs its runtime under a global symbol; outside a node these
+ * functions say so instead of guessing a gateway.
+ */
+
+import type { ObjectRef } from './codec.ts'
+import { MagpieError } from './errors.ts'
+import type {
+  AnyFunction,
+  CallOptions,
+  GetOptions,
+  RemoteFunction,
+  WaitOptions,
+  WaitResult,
+} from './types.ts'
+
+/** What a node's worker provides to the functions it runs. */
+export interface FunctionRuntime {
+  remote(name: string, options?: CallOptions): RemoteFunction
+  get(refOrRefs: unknown, options?: GetOptions): Promise<unknown>
+  put(value: unknown): Promise<ObjectRef>
+  wait(refs: readonly ObjectRef[], options?: WaitOptions): Promise<WaitResult>
+}
+
+export const RUNTIME_KEY = Symbol.for('magpie.runtime')
+
+function runtime(): FunctionRuntime {
+  const rt = (globalThis as { [RUNTIME_KEY]?: FunctionRuntime })[RUNTIME_KEY]
+  if (!rt) {
+    throw new MagpieError(
+      'remote, get, put and wait from magpie work inside a function run by a magpie node; use connect() elsewhere',
+    )
+  }
+  return rt
+}
+
+/**
+ * A handle on another function, for nested calls from inside a function.
+ * @example
+ * const child = remote<(n: number) => number>('fib').remote(n - 1)
+ */
+export function remote<F extends AnyFunction = AnyFunction>(
+  name: string,
+  options?: CallOptions,
+): RemoteFunction<F> {
+  return runtime().remote(name, options) as RemoteFunction<F>
+}
+
+/** Inside a function: the value of a ref (or list of refs); the CPU slot is free while it waits. */
+export function get<T>(ref: ObjectRef<T>, options?: GetOptions): Promise<T>
+export function get<T>(refs: readonly ObjectRef<T>[], options?: GetOptions): Promise<T[]>
+export function get(refOrRefs: unknown, options?: GetOptions): Promise<unknown> {
+  return runtime().get(refOrRefs, options)
+}
+
+/** Inside a function: stores a value in this node's object store. */
+export function put<T>(value: T): Promise<ObjectRef<T>> {
+  return runtime().put(value) as Promise<ObjectRef<T>>
+}
+
+/** Inside a function: waits until `numReturns` of `refs` are ready. */
+export function wait<T>(refs: readonly ObjectRef<T>[], options?: WaitOptions): Promise<WaitResult<T>> {
+  return runtime().wait(refs, options) as Promise<WaitResult<T>>
+}

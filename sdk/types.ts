@@ -1,0 +1,112 @@
+/** Types shared by the SDK, the in-function API and the servers. */
+import type { ObjectRef } from './codec.ts'
+
+/** Options of one call, or a function's `config` defaults. */
+export interface CallOptions {
+  /** Stop the call after this many milliseconds (FUNCTION_TIMEOUT). */
+  timeoutMs?: number
+  /** Retries after a crashed worker or a lost node (default 3). */
+  maxRetries?: number
+  /** Retry when the function throws, too (default false). */
+  retryExceptions?: boolean
+  /** CPU slots the call takes (default 1). */
+  numCpus?: number
+  /** Custom resources the call needs, such as `{ gpu: 1 }`. */
+  resources?: Record<string, number>
+  /** How many calls of an async function may share one worker while they await (default 1). */
+  concurrency?: number
+  /** Seconds the result is kept after it was last read (default 3600). */
+  ttlS?: number
+}
+
+/** Options of `get`. */
+export interface GetOptions {
+  /** Seconds to wait before throwing GetTimeoutError (default: no limit). */
+  timeout?: number
+  /** Draw a progress bar on stderr while a list resolves. */
+  progress?: boolean
+}
+
+/** Options of `wait`. */
+export interface WaitOptions {
+  /** How many refs to wait for (default 1). */
+  numReturns?: number
+  /** Seconds to wait at most (default: until numReturns are ready). */
+  timeout?: number
+}
+
+export interface WaitResult<T = unknown> {
+  ready: ObjectRef<T>[]
+  pending: ObjectRef<T>[]
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: any function shape may be called remotely
+export type AnyFunction = (...args: any[]) => unknown
+
+/** An argument may be passed as a value or as a ref to one. */
+export type RemoteArgs<P extends unknown[]> = { [K in keyof P]: P[K] | ObjectRef<P[K]> }
+
+/** What a function resolves to, as `get` returns it. */
+export type RemoteResult<F extends AnyFunction> = Awaited<ReturnType<F>>
+
+/** A function that can be called remotely; `.remote()` returns an ObjectRef at once. */
+export interface RemoteFunction<F extends AnyFunction = AnyFunction> {
+  readonly name: string
+  remote(...args: RemoteArgs<Parameters<F>>): ObjectRef<RemoteResult<F>>
+  options(options: CallOptions): RemoteFunction<F>
+}
+
+/** Checks call options once, at the edge, with messages that name the field. */
+export function checkCallOptions(value: unknown, where = 'options'): CallOptions {
+  if (value === undefined || value === null) return {}
+  if (typeof value !== 'object' || Array.isArray(value)) throw new TypeError(`${where} must be an object`)
+  const o = value as Record<string, unknown>
+  const out: CallOptions = {}
+  const nonNegative = (key: keyof CallOptions, integer: boolean) => {
+    const v = o[key]
+    if (v === undefined) return
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || (integer && !Number.isInteger(v))) {
+      throw new TypeError(`${where}.${key} must be a non-negative ${integer ? 'integer' : 'number'}`)
+    }
+    ;(out as Record<string, unknown>)[key] = v
+  }
+  nonNegative('timeoutMs', false)
+  nonNegative('maxRetries', true)
+  nonNegative('numCpus', false)
+  nonNegative('ttlS', false)
+  nonNegative('concurrency', true)
+  if (out.concurrency === 0) throw new TypeError(`${where}.concurrency must be a positive integer`)
+  if (o.retryExceptions !== undefined) {
+    if (typeof o.retryExceptions !== 'boolean')
+      throw new TypeError(`${where}.retryExceptions must be a boolean`)
+    out.retryExceptions = o.retryExceptions
+  }
+  if (o.resources !== undefined) {
+    const r = o.resources
+    if (typeof r !== 'object' || r === null || Array.isArray(r)) {
+      throw new TypeError(`${where}.resources must be an object of numbers`)
+    }
+    for (const [k, v] of Object.entries(r)) {
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+        throw new TypeError(`${where}.resources.${k} must be a non-negative number`)
+      }
+    }
+    out.resources = { ...(r as Record<string, number>) }
+  }
+  for (const key of Object.keys(o)) {
+    if (!KNOWN_OPTIONS.has(key)) throw new TypeError(`${where}.${key} is not a known option`)
+  }
+  return out
+}
+
+const KNOWN_OPTIONS = new Set([
+  'timeoutMs',
+  'maxRetries',
+  'retryExceptions',
+  'numCpus',
+  'resources',
+  'concurrency',
+  'ttlS',
+  'maxRestarts',
+  'maxTaskRetries',
+])
