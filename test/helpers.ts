@@ -1,0 +1,36 @@
+/** Starts real platforms for tests, on free ports, and stops them afterwards. */
+import { cpSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { afterAll, beforeAll } from 'vitest'
+import { type Platform, type PlatformOptions, startPlatform } from '../gateway/platform.ts'
+
+export const ROOT = resolve(import.meta.dirname, '..')
+
+/** A folder holding the repository's functions plus the test fixtures. */
+export function functionsWithFixtures(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'magpie-fns-'))
+  cpSync(join(ROOT, 'functions'), dir, { recursive: true })
+  cpSync(join(ROOT, 'test/fixtures/functions'), dir, { recursive: true })
+  return dir
+}
+
+/** Starts a platform for the whole file; `ctx.url` is set once it listens. */
+export function usePlatform(options: Partial<PlatformOptions> = {}): { url: string; platform: Platform } {
+  const ctx = { url: '', platform: undefined as unknown as Platform }
+  let dir = ''
+  beforeAll(async () => {
+    dir = functionsWithFixtures()
+    ctx.platform = await startPlatform({ functionsDir: dir, port: 0, cpus: 2, ...options })
+    ctx.url = ctx.platform.url
+  })
+  afterAll(async () => {
+    await ctx.platform?.close()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+  return ctx
+}
+
+export function tempFile(name: string): string {
+  return join(mkdtempSync(join(tmpdir(), 'magpie-test-')), name)
+}
