@@ -12,7 +12,7 @@ async function expectError(response: Response, status: number, code: string) {
   expect(body.error.message.length).toBeGreaterThan(0)
 }
 
-function post(path: string, body: string | Uint8Array, headers: Record<string, string> = {}) {
+function post(path: string, body: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = {}) {
   return fetch(ctx.url + path, { method: 'POST', body, headers })
 }
 

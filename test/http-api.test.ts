@@ -6,7 +6,7 @@ import { tempFile, usePlatform } from './helpers.ts'
 const ctx = usePlatform()
 
 /** As `curl -d` sends: form content type unless told otherwise. */
-function post(path: string, body?: string | Uint8Array, headers: Record<string, string> = {}) {
+function post(path: string, body?: string | Uint8Array<ArrayBuffer>, headers: Record<string, string> = {}) {
   return fetch(ctx.url + path, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
@@ -89,7 +89,10 @@ describe('invoke', () => {
     const failed = (await (await invoke('fail', ['first'])).json()) as { id: string }
     const response = await invoke('echo', [{ $ref: failed.id }], '?wait=10')
     expect(response.status).toBe(502)
-    const error = (await errorOf(response)) as { code: string; cause: { id: string; code: string } }
+    const error = (await errorOf(response)) as unknown as {
+      code: string
+      cause: { id: string; code: string }
+    }
     expect(error.code).toBe('FUNCTION_ERROR')
     expect(error.cause).toMatchObject({ id: failed.id, code: 'FUNCTION_ERROR' })
   })

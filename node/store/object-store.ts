@@ -28,7 +28,7 @@ export interface ObjectStoreOptions {
   maxBytes: number
   /** Default lifetime of a finished object after it was last read, in ms. */
   ttlMs: number
-  /** Clock for creation times (tests pass a fake one). */
+  /** Clock in ms for creation times and TTLs (tests pass a fake one). */
   now?: () => number
 }
 
@@ -64,6 +64,9 @@ export class ObjectStore {
       ttl: options.ttlMs,
       updateAgeOnGet: true,
       updateAgeOnHas: false,
+      perf: { now: this.#now },
+      // A given clock is read on every check: lru-cache's 1 ms time cache would hide fake time.
+      ...(options.now ? { ttlResolution: 0 } : {}),
     })
   }
 
