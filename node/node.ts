@@ -48,6 +48,8 @@ interface Task extends TaskSpec {
   retryExceptions: boolean
   /** Worker whose task submitted this one, for depth-first placement. */
   origin: number | undefined
+  /** Fires when the call runs past its timeoutMs. */
+  timer?: ReturnType<typeof setTimeout> | undefined
 }
 
 export interface NodeStats {
@@ -59,6 +61,8 @@ export interface NodeStats {
 }
 
 const DEFAULT_MAX_RETRIES = 3
+/** How long a worker has to answer a ping after a call ran out of time, before it is replaced. */
+const UNRESPONSIVE_MS = 1000
 
 export class LocalNode {
   readonly store: ObjectStore
@@ -211,7 +215,17 @@ export class LocalNode {
     worker.assigned.set(task.id, { id: task.id, weight: task.weight, waiting: 0 })
     worker.load += task.weight
     this.#running.set(task.id, task)
-    worker.send({ type: 'run', task: { id: task.id, fn: task.fn, url: task.url, args, weight: task.weight } })
+    worker.send({
+      type: 'run',
+      task: {
+        id: task.id,
+        fn: task.fn,
+        url: task.url,
+        args,
+        weight: task.weight,
+        ...(task.options.timeoutMs ? { timed: true as const } : {}),
+      },
+    })
   }
 
   #onMessages(worker: WorkerHandle, batch: FromWorker[]): void {
@@ -232,6 +246,12 @@ export class LocalNode {
         case 'wait':
           this.#wait(worker, message)
           break
+        case 'started':
+          this.#startClock(worker, message.id)
+          break
+        case 'pong':
+          worker.answered(message.req)
+          break
       }
     }
     this.#queueDispatch()
@@ -248,11 +268,40 @@ export class LocalNode {
     }
   }
 
-  #done(worker: WorkerHandle, id: string, outcome: Outcome): void {
-    worker.release(id)
+  /** Starts the call's time limit once its worker starts it. */
+  #startClock(worker: WorkerHandle, id: string): void {
     const task = this.#running.get(id)
+    const limit = task?.options.timeoutMs
+    if (!task || !limit) return
+    task.timer = setTimeout(() => this.#timedOut(worker, task, limit), limit)
+  }
+
+  /**
+   * Fails a call that ran too long and tells its worker to forget it. A worker
+   * stuck in synchronous code cannot even answer a ping: it is replaced.
+   */
+  #timedOut(worker: WorkerHandle, task: Task, limit: number): void {
+    if (this.#running.get(task.id) !== task) return
+    this.#running.delete(task.id)
+    worker.release(task.id)
+    this.store.settle(task.id, {
+      error: {
+        code: 'FUNCTION_TIMEOUT',
+        message: `${task.fn} ran past its ${limit} ms limit`,
+        attempts: task.attempts,
+      },
+    })
+    worker.send({ type: 'abandon', id: task.id })
+    worker.probe(UNRESPONSIVE_MS, () => worker.terminate())
+    this.#queueDispatch()
+  }
+
+  #done(worker: WorkerHandle, id: string, outcome: Outcome): void {
+    const task = this.#running.get(id)
+    if (!task) return // abandoned after its time limit
+    worker.release(id)
     this.#running.delete(id)
-    if (!task) return
+    clearTimeout(task.timer)
     if (
       'error' in outcome &&
       task.retryExceptions &&
@@ -321,6 +370,7 @@ export class LocalNode {
       const task = this.#running.get(id)
       this.#running.delete(id)
       if (!task) continue
+      clearTimeout(task.timer)
       if (task.attempts <= task.maxRetries) {
         this.#scheduler.requeue(task)
       } else {

@@ -46,6 +46,8 @@ interface Running {
 const context = new AsyncLocalStorage<Running>()
 let names = new Set(data.names)
 const modules = new Map<string, AnyFunction>()
+/** Tasks started here and not finished, by id. */
+const started = new Map<string, Running>()
 const queue: RunTask[] = []
 let queueHead = 0
 /** CPU share of the tasks running here and not waiting on magpie. */
@@ -219,6 +221,8 @@ function pump(): void {
 function start(task: RunTask): void {
   active += task.weight
   const running: Running = { task, waiting: 0, done: false }
+  started.set(task.id, running)
+  if (task.timed) send({ type: 'started', id: task.id })
   const fn = modules.get(task.url)
   if (!fn) {
     load(task.url).then(
@@ -262,11 +266,17 @@ function encodeResult(value: unknown): Outcome {
 }
 
 function finish(running: Running, outcome: Outcome): void {
-  running.done = true
-  if (running.waiting === 0) active -= running.task.weight
+  if (running.done) return // abandoned after its time limit
+  release(running)
   send({ type: 'done', id: running.task.id, outcome })
   flush()
   pump()
+}
+
+function release(running: Running): void {
+  running.done = true
+  started.delete(running.task.id)
+  if (running.waiting === 0) active -= running.task.weight
 }
 
 async function load(url: string): Promise<void> {
@@ -290,6 +300,14 @@ port.on('message', (batch: ToWorker[]) => {
       }
       case 'functions':
         names = new Set(message.names)
+        break
+      case 'abandon': {
+        const running = started.get(message.id)
+        if (running) release(running)
+        break
+      }
+      case 'ping':
+        send({ type: 'pong', req: message.req })
         break
     }
   }

@@ -17,6 +17,8 @@ export interface RunTask {
   args: EncodedValue[]
   /** Share of the worker's CPU slot the task takes while it runs (1 / concurrency). */
   weight: number
+  /** Set when the call has a time limit: the worker then reports when it starts it. */
+  timed?: true
 }
 
 export type Outcome = { value: EncodedValue } | { error: SerializedError }
@@ -26,11 +28,16 @@ export type ToWorker =
   | { type: 'values'; req: number; results: Outcome[] }
   | { type: 'waited'; req: number; ready: string[] }
   | { type: 'functions'; names: string[] }
+  /** The call ran out of time: forget it, and free its share of the thread. */
+  | { type: 'abandon'; id: string }
+  | { type: 'ping'; req: number }
 
 export type FromWorker =
   | { type: 'submit'; id: string; fn: string; args: TaskArg[]; options: CallOptions; parent: string | null }
   | { type: 'put'; id: string; value: EncodedValue }
   | { type: 'done'; id: string; outcome: Outcome }
+  | { type: 'started'; id: string }
+  | { type: 'pong'; req: number }
   | { type: 'get'; req: number; task: string | null; ids: string[]; timeoutMs: number | null }
   | {
       type: 'wait'

@@ -31,6 +31,8 @@ export class WorkerHandle {
   alive = true
   #outbox: ToWorker[] = []
   #flushQueued = false
+  #nextPing = 1
+  readonly #pings = new Map<number, ReturnType<typeof setTimeout>>()
 
   constructor(data: WorkerData, events: WorkerHandleEvents) {
     this.index = data.index
@@ -88,8 +90,28 @@ export class WorkerHandle {
     return task
   }
 
+  /** Pings the thread; calls `unresponsive` if it does not answer within `ms`. */
+  probe(ms: number, unresponsive: () => void): void {
+    const req = this.#nextPing++
+    this.#pings.set(
+      req,
+      setTimeout(() => {
+        this.#pings.delete(req)
+        if (this.alive) unresponsive()
+      }, ms),
+    )
+    this.send({ type: 'ping', req })
+  }
+
+  answered(req: number): void {
+    clearTimeout(this.#pings.get(req))
+    this.#pings.delete(req)
+  }
+
+  /** Stops the thread; its 'exit' event follows, as for a crash. */
   async terminate(): Promise<void> {
-    this.alive = false
+    for (const timer of this.#pings.values()) clearTimeout(timer)
+    this.#pings.clear()
     await this.#worker.terminate()
   }
 }
