@@ -58,6 +58,10 @@ export interface NodeStats {
   queued: number
   steals: number
   objects: { count: number; bytes: number; spilledBytes: number }
+  /** Finished and failed calls, by function. */
+  tasks: Record<string, { finished: number; failed: number }>
+  /** Bytes passed between threads by copy and by shared memory. */
+  threadBytes: { copied: number; shared: number }
 }
 
 const DEFAULT_MAX_RETRIES = 3
@@ -72,6 +76,10 @@ export class LocalNode {
   readonly #workers: WorkerHandle[] = []
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
+  /** Finished and failed calls, by function. */
+  readonly #counts = new Map<string, { finished: number; failed: number }>()
+  /** Bytes that crossed between threads by copy, and by sharing memory. */
+  readonly #threadBytes = { copied: 0, shared: 0 }
   readonly #capacity: number
   readonly #ttlMs: number
   #dispatchQueued = false
@@ -97,8 +105,8 @@ export class LocalNode {
     })
     for (let i = 0; i < cpus; i++) this.#workers.push(this.#spawn(i))
     this.#offFunctions = options.functions.onChange(() => {
-      const names = options.functions.names()
-      for (const w of this.#workers) w.send({ type: 'functions', names })
+      const { names, urls } = this.#catalog()
+      for (const w of this.#workers) w.send({ type: 'functions', names, urls })
     })
   }
 
@@ -107,9 +115,14 @@ export class LocalNode {
     await Promise.all(this.#workers.map((w) => w.online))
   }
 
+  #catalog(): { names: string[]; urls: string[] } {
+    const names = this.#functions.names()
+    return { names, urls: names.flatMap((n) => this.#functions.get(n)?.url ?? []) }
+  }
+
   #spawn(index: number): WorkerHandle {
     return new WorkerHandle(
-      { index, names: this.#functions.names() },
+      { index, ...this.#catalog() },
       {
         messages: (handle, batch) => this.#onMessages(handle, batch),
         exit: (handle, error) => this.#onExit(handle, error),
@@ -156,7 +169,7 @@ export class LocalNode {
         const problem = argumentProblem(id, entry)
         if (problem) {
           failed = true
-          this.store.settle(task.id, { error: problem })
+          this.#settle(task, { error: problem })
         } else if (--missing === 0) {
           this.#enqueue(task)
         }
@@ -205,11 +218,12 @@ export class LocalNode {
       const entry = this.store.lookup(arg.id)
       const problem = argumentProblem(arg.id, entry)
       if (problem || !entry?.value) {
-        this.store.settle(task.id, { error: problem ?? lostArgument(arg.id) })
+        this.#settle(task, { error: problem ?? lostArgument(arg.id) })
         return
       }
       args.push(entry.value)
     }
+    this.#countCrossing(args)
     task.attempts += 1
     this.store.markRunning(task.id, task.attempts)
     worker.assigned.set(task.id, { id: task.id, weight: task.weight, waiting: 0 })
@@ -232,12 +246,15 @@ export class LocalNode {
     for (const message of batch) {
       switch (message.type) {
         case 'submit':
+          this.#countCrossing(message.args)
           this.#submitNested(worker, message)
           break
         case 'put':
+          this.#countCrossing([message.value])
           this.store.put(message.id, message.value)
           break
         case 'done':
+          if ('value' in message.outcome) this.#countCrossing([message.outcome.value])
           this.#done(worker, message.id, message.outcome)
           break
         case 'get':
@@ -312,7 +329,31 @@ export class LocalNode {
       return
     }
     if ('error' in outcome) outcome.error.attempts = task.attempts
-    this.store.settle(id, outcome)
+    this.#settle(task, outcome)
+  }
+
+  /** Finishes a task's object, and counts the outcome per function. */
+  #settle(task: Task, outcome: Outcome): void {
+    let counts = this.#counts.get(task.fn)
+    if (!counts) {
+      counts = { finished: 0, failed: 0 }
+      this.#counts.set(task.fn, counts)
+    }
+    if ('error' in outcome) counts.failed += 1
+    else counts.finished += 1
+    this.store.settle(task.id, outcome)
+  }
+
+  /** Counts what a message between threads carries: JSON text is copied, shared memory is not. */
+  #countCrossing(values: Iterable<TaskArg>): void {
+    for (const value of values) {
+      if (value.kind === 'json') this.#threadBytes.copied += value.text.length
+      else if (value.kind === 'bytes') {
+        if (value.bytes.buffer instanceof SharedArrayBuffer)
+          this.#threadBytes.shared += value.bytes.byteLength
+        else this.#threadBytes.copied += value.bytes.byteLength
+      }
+    }
   }
 
   #get(worker: WorkerHandle, message: Extract<FromWorker, { type: 'get' }>): void {
@@ -327,6 +368,7 @@ export class LocalNode {
           ? { value: entry.value }
           : { error: argumentProblem(id, entry) ?? lostArgument(id) }
       })
+      for (const r of results) if ('value' in r) this.#countCrossing([r.value])
       worker.send({ type: 'values', req: message.req, results })
     }
     this.#whenSettled(worker, message.task, unique, unique.length, message.timeoutMs, reply)
@@ -380,7 +422,7 @@ export class LocalNode {
           message: reason,
           attempts: task.attempts,
         }
-        this.store.settle(id, { error: crash })
+        this.#settle(task, { error: crash })
       }
     }
     const replacement = this.#spawn(worker.index)
@@ -405,6 +447,8 @@ export class LocalNode {
       queued: this.#scheduler.queued,
       steals: this.#scheduler.steals,
       objects: { count: objects.count, bytes: objects.bytes, spilledBytes: 0 },
+      tasks: Object.fromEntries([...this.#counts].map(([fn, c]) => [fn, { ...c }])),
+      threadBytes: { ...this.#threadBytes },
     }
   }
 

@@ -5,9 +5,10 @@ import { BYTES, checkScale, checkSource, PREP_MS } from '../_lib/seed.ts'
 export default function prepareSource(i: number, scale?: number): Uint8Array {
   const source = checkSource(i)
   burn(PREP_MS / checkScale(scale))
+  // Byte k is (i * 31 + k) % 251: one period written out, then doubled in place.
   const out = new Uint8Array(BYTES)
-  const period = new Uint8Array(251)
-  for (let k = 0; k < 251; k++) period[k] = (source * 31 + k) % 251
-  for (let at = 0; at < BYTES; at += 251) out.set(period.subarray(0, Math.min(251, BYTES - at)), at)
+  for (let k = 0; k < 251; k++) out[k] = (source * 31 + k) % 251
+  for (let filled = 251; filled < BYTES; filled *= 2)
+    out.copyWithin(filled, 0, Math.min(filled, BYTES - filled))
   return out
 }

@@ -279,11 +279,18 @@ function release(running: Running): void {
   if (running.waiting === 0) active -= running.task.weight
 }
 
+/** Imports bundles ahead of their first call, so that no call waits for a cold import. */
+function preload(urls: string[]): void {
+  for (const url of urls) if (!modules.has(url)) load(url).catch(() => {})
+}
+
 async function load(url: string): Promise<void> {
   const mod = (await import(url)) as { default?: unknown }
   if (typeof mod.default !== 'function') throw new MagpieError(`${url} has no default-exported function`)
   modules.set(url, mod.default as AnyFunction)
 }
+
+preload(data.urls)
 
 port.on('message', (batch: ToWorker[]) => {
   for (const message of batch) {
@@ -300,6 +307,7 @@ port.on('message', (batch: ToWorker[]) => {
       }
       case 'functions':
         names = new Set(message.names)
+        preload(message.urls)
         break
       case 'abandon': {
         const running = started.get(message.id)

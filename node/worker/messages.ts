@@ -27,7 +27,7 @@ export type ToWorker =
   | { type: 'run'; task: RunTask }
   | { type: 'values'; req: number; results: Outcome[] }
   | { type: 'waited'; req: number; ready: string[] }
-  | { type: 'functions'; names: string[] }
+  | { type: 'functions'; names: string[]; urls: string[] }
   /** The call ran out of time: forget it, and free its share of the thread. */
   | { type: 'abandon'; id: string }
   | { type: 'ping'; req: number }
@@ -51,4 +51,6 @@ export type FromWorker =
 export interface WorkerData {
   index: number
   names: string[]
+  /** Bundles to import ahead of their first call. */
+  urls: string[]
 }

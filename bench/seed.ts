@@ -1,0 +1,158 @@
+/**
+ * The seed-pipeline benchmark (shared/workloads/seed-pipeline.md) on magpie, and
+ * optionally the Dask anchor in the same invocation.
+ *
+ *   npm run bench:seed -- --scale 4 [--cpus 2] [--driver nested|sdk] [--compare-dask]
+ *
+ * The platform runs as `magpie start` in its own process and is warmed up
+ * first (bundles loaded, burn loops calibrated), as the workload asks: the
+ * makespan is timed with the cluster already up.
+ */
+import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { availableParallelism } from 'node:os'
+import { resolve } from 'node:path'
+import { parseArgs } from 'node:util'
+import { GROUPS, SOURCES, totalWorkMs } from '../functions/_lib/seed.ts'
+import { type Client, connect, type ObjectRef } from '../sdk/index.ts'
+import { ROOT, readCounter, startPlatformProcess } from './lib/platform-process.ts'
+
+type Row = { key: number; count: number; sum: number }
+
+const { values } = parseArgs({
+  options: {
+    scale: { type: 'string', default: '1' },
+    cpus: { type: 'string', default: String(availableParallelism()) },
+    driver: { type: 'string', default: 'nested' },
+    'compare-dask': { type: 'boolean', default: false },
+    'dask-script': { type: 'string', default: resolve(ROOT, '../shared/anchors/dask_seed_pipeline.py') },
+    python: { type: 'string', default: '/usr/bin/python3' },
+  },
+})
+const scale = Number(values.scale)
+const cpus = Number(values.cpus)
+if (!(scale > 0)) throw new Error('--scale must be a positive number')
+if (!Number.isInteger(cpus) || cpus < 1) throw new Error('--cpus must be a positive integer')
+if (values.driver !== 'nested' && values.driver !== 'sdk') throw new Error('--driver must be nested or sdk')
+
+/** The pipeline driven from this process through the SDK: user code, as a Ray driver script would be. */
+async function sdkPipeline(mp: Client, f: number): Promise<Row[]> {
+  const prepare = mp.remote('prepare-source')
+  const schedule = mp.remote<(i: number, d: Uint8Array) => number[]>('schedule-samples')
+  const sample = mp.remote<(...a: unknown[]) => Array<[number, number]>>('process-sample')
+  const compile = mp.remote<(...a: unknown[]) => Row>('compile-group')
+  const sources = Array.from({ length: SOURCES }, (_, i) => prepare.remote(i, f))
+  const plans = sources.map((data, i) => schedule.remote(i, data as never))
+  const sourceOf = new Map(plans.map((p, i) => [p.id, i]))
+  const samples: ObjectRef<Array<[number, number]>>[] = []
+  for await (const [plan, list] of mp.asCompleted(plans)) {
+    const i = sourceOf.get(plan.id) as number
+    for (const s of list) samples.push(sample.remote(i, s, sources[i], f))
+  }
+  const groups: number[][] = Array.from({ length: GROUPS }, () => [])
+  for await (const [, rows] of mp.asCompleted(samples))
+    for (const [key, value] of rows) groups[key]?.push(value)
+  return mp.get(groups.map((vals, key) => compile.remote(key, vals, f)))
+}
+
+async function nestedPipeline(mp: Client, f: number): Promise<Row[]> {
+  const report = (await mp.get(mp.remote('seed-pipeline').remote({ scale: f }))) as { answer: Row[] }
+  return report.answer
+}
+
+function digest(rows: Row[]): string {
+  const lines = [...rows]
+    .sort((a, b) => a.key - b.key)
+    .map((r) => `${r.key},${r.count},${r.sum}\n`)
+    .join('')
+  return createHash('sha256').update(lines).digest('hex').slice(0, 16)
+}
+
+async function runMagpie() {
+  const bootStart = performance.now()
+  const platform = await startPlatformProcess(['--cpus', String(cpus)])
+  const mp = connect(platform.url)
+  try {
+    const run = values.driver === 'sdk' ? sdkPipeline : nestedPipeline
+    // Warm-up: every worker loads the bundles and calibrates its burn loop.
+    await run(mp, 1000)
+    await run(mp, 1000)
+    const bootS = (performance.now() - bootStart) / 1000
+    const before = {
+      prepares: await readCounter(platform.url, 'magpie_tasks_total', {
+        function: 'prepare-source',
+        status: 'finished',
+      }),
+      copied: await readCounter(platform.url, 'magpie_thread_bytes_total', { how: 'copied' }),
+      shared: await readCounter(platform.url, 'magpie_thread_bytes_total', { how: 'shared' }),
+      steals: await readCounter(platform.url, 'magpie_steals_total'),
+    }
+    const t0 = performance.now()
+    const answer = await run(mp, scale)
+    const makespan = (performance.now() - t0) / 1000
+    const after = {
+      prepares: await readCounter(platform.url, 'magpie_tasks_total', {
+        function: 'prepare-source',
+        status: 'finished',
+      }),
+      copied: await readCounter(platform.url, 'magpie_thread_bytes_total', { how: 'copied' }),
+      shared: await readCounter(platform.url, 'magpie_thread_bytes_total', { how: 'shared' }),
+      steals: await readCounter(platform.url, 'magpie_steals_total'),
+    }
+    const ideal = totalWorkMs(scale) / 1000 / cpus
+    return {
+      system: 'magpie',
+      driver: values.driver,
+      workers: cpus,
+      scale,
+      boot_s: round(bootS),
+      makespan_s: round(makespan),
+      ideal_s: round(ideal),
+      efficiency: round(ideal / makespan),
+      prepares: after.prepares - before.prepares,
+      count: answer.reduce((n, r) => n + r.count, 0),
+      answer_sha: digest(answer),
+      bytes_copied_between_threads: after.copied - before.copied,
+      bytes_shared_between_threads: after.shared - before.shared,
+      steals: after.steals - before.steals,
+    }
+  } finally {
+    await mp.close()
+    await platform.stop()
+  }
+}
+
+function runDask(): Promise<Record<string, unknown>> {
+  return new Promise((done, fail) => {
+    const child = spawn(
+      values.python,
+      [values['dask-script'], '--workers', String(cpus), '--scale', String(scale), '--json'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    )
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk
+    })
+    child.on('error', fail)
+    child.on('exit', (code) => {
+      const line = out.trim().split('\n').pop() ?? ''
+      if (code !== 0) fail(new Error(`the Dask anchor exited with ${code}: ${out}`))
+      else done(JSON.parse(line) as Record<string, unknown>)
+    })
+  })
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000
+}
+
+const magpie = await runMagpie()
+if (values['compare-dask']) {
+  const dask = await runDask()
+  const ratio = round(magpie.makespan_s / Number(dask.makespan_s))
+  console.log(JSON.stringify({ magpie, dask, makespan_ratio: ratio }, null, 2))
+} else {
+  console.log(JSON.stringify(magpie, null, 2))
+}
