@@ -2,7 +2,7 @@
  * The gateway's HTTP app: the public API of magpie under /v1, health checks,
  * and one error handler that turns every failure into the JSON error of the contract.
  */
-import { Hono } from 'hono'
+import { Hono, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
@@ -25,19 +25,35 @@ export interface GatewayAppOptions {
 
 export const DEFAULT_MAX_BODY = 64 * 1024 * 1024
 
+/**
+ * 413 for bodies over the limit. A declared Content-Length is checked at once
+ * (Node's parser holds the body to it); only chunked bodies are counted as
+ * they stream, by Hono's bodyLimit, which costs a stream wrapper per request.
+ */
+function limitBody(maxBytes: number): MiddlewareHandler {
+  const tooLarge = () => new PayloadTooLargeError(`the body is over the limit of ${maxBytes} bytes`)
+  const chunked = bodyLimit({
+    maxSize: maxBytes,
+    onError: () => {
+      throw tooLarge()
+    },
+  })
+  return async function limitBodySize(c, next) {
+    const length = c.req.header('content-length')
+    if (length !== undefined) {
+      if (Number(length) > maxBytes) throw tooLarge()
+      return next()
+    }
+    if (c.req.header('transfer-encoding') === undefined) return next()
+    return chunked(c, next)
+  }
+}
+
 export function createGatewayApp(options: GatewayAppOptions): Hono {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY
   const app = new Hono()
 
-  app.use(
-    '/v1/*',
-    bodyLimit({
-      maxSize: maxBodyBytes,
-      onError: () => {
-        throw new PayloadTooLargeError(`the body is over the limit of ${maxBodyBytes} bytes`)
-      },
-    }),
-  )
+  app.use('/v1/*', limitBody(maxBodyBytes))
   if (options.token) app.use('/v1/*', bearerToken(options.token))
 
   app.route('/', healthRoutes(options.backend))

@@ -187,10 +187,14 @@ export class LocalNode {
     this.#queueDispatch()
   }
 
+  /**
+   * Dispatches once the event loop has taken in everything that is ready (all
+   * requests and worker messages of this turn), so that workers get batches.
+   */
   #queueDispatch(): void {
     if (this.#dispatchQueued) return
     this.#dispatchQueued = true
-    queueMicrotask(() => {
+    setImmediate(() => {
       this.#dispatchQueued = false
       this.#dispatch()
     })

@@ -6,7 +6,7 @@
 import { BYTES_TYPE, decodeValue, isObjectId, newObjectId, ObjectRef } from './codec.ts'
 import { BadRequestError, GetTimeoutError, type MagpieError } from './errors.ts'
 import { ProgressBar } from './progress.ts'
-import { Transport, type TransportOptions } from './transport.ts'
+import { type Body, type Reply, Transport, type TransportOptions } from './transport.ts'
 import type {
   AnyFunction,
   CallOptions,
@@ -22,6 +22,8 @@ export interface ConnectOptions extends TransportOptions {}
 
 /** Longest single long-poll the gateway accepts, in seconds. */
 const MAX_POLL_S = 60
+/** Objects long-polled at once by `get` of a list and by `asCompleted`. */
+const POLL_WINDOW = 32
 
 type Refs = readonly ObjectRef[]
 
@@ -33,11 +35,14 @@ type Refs = readonly ObjectRef[]
  */
 export class Client {
   readonly #transport: Transport
+  /** Long polls get connections of their own, so that they never hold up calls. */
+  readonly #polls: Transport
   /** Calls still travelling, by result id: `get` and `wait` wait for them first. */
   readonly #submissions = new Map<string, Promise<void>>()
 
   constructor(url: string, options: ConnectOptions = {}) {
     this.#transport = new Transport(url, options)
+    this.#polls = new Transport(url, { ...options, connections: POLL_WINDOW * 2 })
   }
 
   get url(): string {
@@ -57,8 +62,8 @@ export class Client {
   #invoke<T>(name: string, args: readonly unknown[], options: CallOptions): ObjectRef<T> {
     const id = newObjectId()
     const single = args.length === 1 && args[0] instanceof Uint8Array && Object.keys(options).length === 0
-    const body: BodyInit = single
-      ? (args[0] as Uint8Array as BodyInit)
+    const body: Body = single
+      ? (args[0] as Uint8Array)
       : JSON.stringify(Object.keys(options).length === 0 ? args : { args, options })
     const headers = { 'content-type': single ? BYTES_TYPE : 'application/json', 'x-magpie-object-id': id }
     this.#track(
@@ -68,10 +73,10 @@ export class Client {
     return new ObjectRef<T>(id)
   }
 
-  #track(id: string, request: Promise<Response>): void {
+  #track(id: string, request: Promise<Reply>): void {
     const done = request.then(
-      async (response) => {
-        await response.body?.cancel()
+      async (reply) => {
+        await reply.discard()
         this.#submissions.delete(id)
       },
       (err: unknown) => {
@@ -110,26 +115,44 @@ export class Client {
     const values = new Map<string, unknown>()
     const bar = options.progress ? new ProgressBar(unique.length) : undefined
     try {
-      let pending = unique
-      while (pending.length > 0) {
-        const left = (deadline - Date.now()) / 1000
-        if (left <= 0)
-          throw new GetTimeoutError(`${pending.length} of ${unique.length} objects not ready in time`)
-        const pollS = Math.min(left, MAX_POLL_S, bar ? 0.5 : MAX_POLL_S)
-        const { ready } = await this.#transport.json<{ ready: string[] }>('POST', '/v1/wait', {
-          ids: pending,
-          numReturns: pending.length,
-          timeout: pollS,
-        })
-        await Promise.all(ready.map(async (id) => values.set(id, await this.#read(id, 0))))
-        const got = new Set(ready)
-        pending = pending.filter((id) => !got.has(id))
-        bar?.update(unique.length - pending.length)
+      for await (const [id, value] of this.#pollAll(unique, deadline)) {
+        values.set(id, value)
+        bar?.update(values.size)
       }
     } finally {
       bar?.done()
     }
     return refs.map((r) => values.get(r.id))
+  }
+
+  /**
+   * Long-polls `ids`, a window of them at a time, and yields each `[id, value]`
+   * as it arrives; throws the first failure, or GetTimeoutError at the deadline.
+   */
+  async *#pollAll(ids: readonly string[], deadline: number): AsyncGenerator<[string, unknown]> {
+    const inFlight = new Map<string, Promise<[string, unknown]>>()
+    let next = 0
+    const refill = () => {
+      while (inFlight.size < POLL_WINDOW && next < ids.length) {
+        const id = ids[next++] as string
+        inFlight.set(
+          id,
+          this.#getOne(id, deadline).then((value): [string, unknown] => [id, value]),
+        )
+      }
+    }
+    refill()
+    try {
+      while (inFlight.size > 0) {
+        const [id, value] = await Promise.race(inFlight.values())
+        inFlight.delete(id)
+        refill()
+        yield [id, value]
+      }
+    } finally {
+      // Whatever is still in flight is abandoned; keep its rejection from going unhandled.
+      for (const pending of inFlight.values()) pending.catch(() => {})
+    }
   }
 
   async #getOne(id: string, deadline: number): Promise<unknown> {
@@ -143,12 +166,13 @@ export class Client {
 
   /** Reads one object, long-polling up to `waitS`; PENDING if it is not ready by then. */
   async #read(id: string, waitS: number): Promise<unknown> {
-    const response = await this.#transport.send('GET', `/v1/objects/${id}?wait=${roundS(waitS)}`)
+    const transport = waitS > 0 ? this.#polls : this.#transport
+    const response = await transport.send('GET', `/v1/objects/${id}?wait=${roundS(waitS)}`)
     if (response.status === 202) {
-      await response.body?.cancel()
+      await response.discard()
       return PENDING
     }
-    return decodeResponse(response)
+    return decodeReply(response)
   }
 
   /** Waits until `numReturns` of `refs` are ready; both lists keep input order. */
@@ -166,7 +190,7 @@ export class Client {
     const deadline = timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout * 1000
     for (;;) {
       const left = Math.max(0, (deadline - Date.now()) / 1000)
-      const { ready } = await this.#transport.json<{ ready: string[] }>('POST', '/v1/wait', {
+      const { ready } = await this.#polls.json<{ ready: string[] }>('POST', '/v1/wait', {
         ids,
         numReturns,
         timeout: roundS(Math.min(left, MAX_POLL_S)),
@@ -181,33 +205,30 @@ export class Client {
     }
   }
 
-  /** Yields `[ref, value]` pairs as each ref becomes ready, whatever the input order. */
+  /**
+   * Yields `[ref, value]` pairs as refs become ready. A window of refs is
+   * long-polled at a time, in input order, so that any number of refs costs
+   * one request each; the first failure is thrown.
+   */
   async *asCompleted<T>(refs: readonly ObjectRef<T>[], options: { timeout?: number } = {}) {
     const timeout = checkTimeout(options.timeout)
     const deadline = timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout * 1000
-    let pending = [...new Map(refs.map((r) => [checkRef(r).id, r])).values()]
-    while (pending.length > 0) {
-      const left = (deadline - Date.now()) / 1000
-      if (left <= 0) throw new GetTimeoutError(`${pending.length} objects not ready in time`)
-      const first = await this.wait(pending, { numReturns: 1, timeout: Math.min(left, MAX_POLL_S) })
-      if (first.ready.length === 0) continue
-      const more = await this.wait(first.pending, { numReturns: first.pending.length, timeout: 0 })
-      for (const ref of [...first.ready, ...more.ready]) {
-        yield [ref, (await this.#read(ref.id, 0)) as T] as [ObjectRef<T>, T]
-      }
-      pending = more.pending
+    const byId = new Map(refs.map((r) => [checkRef(r).id, r]))
+    await this.#submitted([...byId.values()])
+    for await (const [id, value] of this.#pollAll([...byId.keys()], deadline)) {
+      yield [byId.get(id) as ObjectRef<T>, value as T] as [ObjectRef<T>, T]
     }
   }
 
   /** Stores a value (JSON or bytes) and returns a ref to it. */
   async put<T>(value: T, options: { ttlS?: number } = {}): Promise<ObjectRef<T>> {
     const bytes = value instanceof Uint8Array
-    const body = bytes ? (value as BodyInit) : JSON.stringify(value === undefined ? null : value)
+    const body: Body = bytes ? (value as Uint8Array) : JSON.stringify(value === undefined ? null : value)
     const query = options.ttlS === undefined ? '' : `?ttlS=${options.ttlS}`
     const response = await this.#transport.send('POST', `/v1/objects${query}`, body, {
       'content-type': bytes ? BYTES_TYPE : 'application/json',
     })
-    const { id } = (await response.json()) as { id: string }
+    const { id } = JSON.parse(await response.text()) as { id: string }
     return new ObjectRef<T>(id)
   }
 
@@ -215,7 +236,9 @@ export class Client {
   async free(refs: ObjectRef | Refs): Promise<void> {
     const list = Array.isArray(refs) ? (refs as Refs) : [refs as ObjectRef]
     await this.#submitted(list.map(checkRef))
-    await Promise.all(list.map((r) => this.#transport.send('DELETE', `/v1/objects/${r.id}`)))
+    await Promise.all(
+      list.map(async (r) => (await this.#transport.send('DELETE', `/v1/objects/${r.id}`)).discard()),
+    )
   }
 
   /** Status, size and placement of an object. */
@@ -224,8 +247,8 @@ export class Client {
   }
 
   /** Closes the connections kept to the gateway. */
-  close(): Promise<void> {
-    return this.#transport.close()
+  async close(): Promise<void> {
+    await Promise.all([this.#transport.close(), this.#polls.close()])
   }
 }
 
@@ -248,10 +271,10 @@ function checkTimeout(timeout: unknown): number | undefined {
   return timeout
 }
 
-async function decodeResponse(response: Response): Promise<unknown> {
-  const type = response.headers.get('content-type') ?? ''
-  if (type.startsWith(BYTES_TYPE)) return new Uint8Array(await response.arrayBuffer())
-  return decodeValue({ kind: 'json', text: await response.text() })
+async function decodeReply(reply: Reply): Promise<unknown> {
+  const type = reply.header('content-type') ?? ''
+  if (type.startsWith(BYTES_TYPE)) return reply.bytes()
+  return decodeValue({ kind: 'json', text: await reply.text() })
 }
 
 /**

@@ -1,6 +1,8 @@
 /**
- * The HTTP transport of the SDK: `fetch` everywhere, and in Node undici's
- * fetch with a keep-alive pool, loaded lazily so that browsers never see it.
+ * The HTTP transport of the SDK. In Node it uses undici's `request` on a
+ * keep-alive pool (several times cheaper per call than `fetch`, which matters
+ * when a driver makes thousands of calls on the same cores as the workers);
+ * everywhere else, and when a custom fetch is given, it uses `fetch`.
  */
 import { errorFromBody, MagpieError } from './errors.ts'
 
@@ -15,21 +17,85 @@ export interface TransportOptions {
   connections?: number | undefined
 }
 
+/** What the client reads of an answer. */
+export interface Reply {
+  status: number
+  header(name: string): string | null
+  text(): Promise<string>
+  bytes(): Promise<Uint8Array>
+  /** Reads and drops the body, so that the connection can be reused. */
+  discard(): Promise<void>
+}
+
+export type Body = string | Uint8Array
+
+type Sender = (method: string, url: string, headers: Record<string, string>, body?: Body) => Promise<Reply>
+
+interface Backend {
+  send: Sender
+  close(): Promise<void>
+}
+
 const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string'
 
-async function nodeFetch(connections: number): Promise<{ fetch: FetchLike; close: () => Promise<void> }> {
+async function undiciBackend(connections: number): Promise<Backend> {
   const undici = await import('undici')
-  const agent = new undici.Agent({ connections, keepAliveTimeout: 30_000, pipelining: 1 })
-  const fetch = ((input: string, init?: RequestInit) =>
-    undici.fetch(input, { ...(init as object), dispatcher: agent } as never)) as unknown as FetchLike
-  return { fetch, close: () => agent.close() }
+  const agent = new undici.Agent({ connections, keepAliveTimeout: 30_000 })
+  return {
+    async send(method, url, headers, body) {
+      const {
+        statusCode,
+        headers: h,
+        body: stream,
+      } = await agent.request({
+        origin: new URL(url).origin,
+        path: url.slice(url.indexOf('/', url.indexOf('//') + 2)),
+        method: method as 'GET',
+        headers,
+        ...(body === undefined ? {} : { body }),
+      })
+      return {
+        status: statusCode,
+        header: (name) => {
+          const v = h[name.toLowerCase()]
+          return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v
+        },
+        text: () => stream.text(),
+        bytes: async () => new Uint8Array(await stream.arrayBuffer()),
+        discard: async () => {
+          await stream.dump()
+        },
+      }
+    },
+    close: () => agent.close(),
+  }
+}
+
+function fetchBackend(fetch: FetchLike): Backend {
+  return {
+    async send(method, url, headers, body) {
+      const init: RequestInit = { method, headers }
+      if (body !== undefined) init.body = body as BodyInit
+      const response = await fetch(url, init)
+      return {
+        status: response.status,
+        header: (name) => response.headers.get(name),
+        text: () => response.text(),
+        bytes: async () => new Uint8Array(await response.arrayBuffer()),
+        discard: async () => {
+          await response.body?.cancel()
+        },
+      }
+    },
+    close: async () => {},
+  }
 }
 
 /** Sends requests to one gateway, turning error bodies into magpie errors. */
 export class Transport {
   readonly baseUrl: string
   readonly #headers: Record<string, string>
-  readonly #ready: Promise<{ fetch: FetchLike; close: () => Promise<void> }>
+  readonly #backend: Promise<Backend>
 
   constructor(baseUrl: string, options: TransportOptions = {}) {
     if (!/^https?:\/\//.test(baseUrl))
@@ -40,54 +106,51 @@ export class Transport {
     }
     this.baseUrl = baseUrl.replace(/\/+$/, '')
     this.#headers = options.token ? { authorization: `Bearer ${options.token}` } : {}
-    const custom = options.fetch
-    this.#ready = custom
-      ? Promise.resolve({ fetch: custom, close: async () => {} })
+    this.#backend = options.fetch
+      ? Promise.resolve(fetchBackend(options.fetch))
       : isNode
-        ? nodeFetch(connections)
-        : Promise.resolve({ fetch: globalThis.fetch.bind(globalThis), close: async () => {} })
+        ? undiciBackend(connections)
+        : Promise.resolve(fetchBackend(globalThis.fetch.bind(globalThis)))
+    this.#backend.catch(() => {})
   }
 
   /** Sends one request; any status of 400 or above throws the error the body names. */
   async send(
     method: string,
     path: string,
-    body?: BodyInit,
+    body?: Body,
     headers: Record<string, string> = {},
-  ): Promise<Response> {
-    const { fetch } = await this.#ready
-    const init: RequestInit = { method, headers: { ...this.#headers, ...headers } }
-    if (body !== undefined) init.body = body
-    let response: Response
+  ): Promise<Reply> {
+    const backend = await this.#backend
+    let reply: Reply
     try {
-      response = await fetch(this.baseUrl + path, init)
+      reply = await backend.send(method, this.baseUrl + path, { ...this.#headers, ...headers }, body)
     } catch (cause) {
-      const err = new MagpieError(`cannot reach ${this.baseUrl}: ${(cause as Error).message}`)
-      throw err
+      throw new MagpieError(`cannot reach ${this.baseUrl}: ${(cause as Error).message}`)
     }
-    if (response.status >= 400) throw errorFromBody(await readJson(response), response.status)
-    return response
+    if (reply.status >= 400) throw errorFromBody(await readJson(reply), reply.status)
+    return reply
   }
 
   /** Sends JSON and reads JSON back. */
   async json<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const response = await this.send(
+    const reply = await this.send(
       method,
       path,
       body === undefined ? undefined : JSON.stringify(body),
       body === undefined ? {} : { 'content-type': 'application/json' },
     )
-    return (await response.json()) as T
+    return JSON.parse(await reply.text()) as T
   }
 
   async close(): Promise<void> {
-    await (await this.#ready).close()
+    await (await this.#backend).close()
   }
 }
 
-async function readJson(response: Response): Promise<unknown> {
+async function readJson(reply: Reply): Promise<unknown> {
   try {
-    return await response.json()
+    return JSON.parse(await reply.text())
   } catch {
     return undefined
   }

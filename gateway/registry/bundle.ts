@@ -4,7 +4,7 @@
  * SDK, whose in-function API the worker connects to the node at run time.
  */
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -12,8 +12,21 @@ import { build, type Plugin } from 'esbuild'
 
 export const ENTRY_NAMES = ['index.ts', 'index.mts', 'index.js', 'index.mjs'] as const
 
-const here = dirname(fileURLToPath(import.meta.url))
-const sdkEntry = resolve(here, '../../sdk/index.ts')
+/** The folder of magpie's package.json, from the sources or from a build in dist/. */
+function packageRoot(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json')
+    if (
+      existsSync(manifest) &&
+      (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'magpie'
+    ) {
+      return dir
+    }
+    if (dirname(dir) === dir) throw new Error('cannot find the magpie package folder')
+  }
+}
+
+const sdkEntry = resolve(packageRoot(), 'sdk/index.ts')
 const require = createRequire(import.meta.url)
 
 /** The entry file of a function folder, or undefined if it has none. */

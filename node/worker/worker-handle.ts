@@ -5,7 +5,10 @@
 import { Worker } from 'node:worker_threads'
 import type { FromWorker, ToWorker, WorkerData } from './messages.ts'
 
-const ENTRY = new URL('./entry.mjs', import.meta.url)
+/** From the sources, a loader that runs TypeScript; from a build, the bundled worker beside this file. */
+const ENTRY = import.meta.url.endsWith('.ts')
+  ? new URL('./entry.mjs', import.meta.url)
+  : new URL('./worker.js', import.meta.url)
 
 /** A task as the scheduler tracks it on a worker. */
 export interface Assigned {
