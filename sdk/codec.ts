@@ -92,7 +92,12 @@ export function encodeValue(value: unknown): EncodedValue {
   return { kind: 'json', text }
 }
 
+/** Parses JSON text; `{"$ref"}` markers come back as ObjectRefs (the slower reviver runs only if there may be one). */
+export function parseWithRefs(text: string): unknown {
+  return text.includes('"$ref"') ? JSON.parse(text, reviveRefs) : JSON.parse(text)
+}
+
 /** Decodes a stored value; `{"$ref"}` markers come back as ObjectRefs. */
 export function decodeValue(value: EncodedValue): unknown {
-  return value.kind === 'json' ? JSON.parse(value.text, reviveRefs) : value.bytes
+  return value.kind === 'json' ? parseWithRefs(value.text) : value.bytes
 }

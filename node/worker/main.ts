@@ -11,7 +11,7 @@ import {
   isObjectId,
   newObjectId,
   ObjectRef,
-  reviveRefs,
+  parseWithRefs,
 } from '../../sdk/codec.ts'
 import {
   BadRequestError,
@@ -39,6 +39,7 @@ const data = workerData as WorkerData
 /** A task while it runs here: how many of its gets/waits are outstanding. */
 interface Running {
   task: RunTask
+  startedAt: number
   waiting: number
   done: boolean
 }
@@ -199,7 +200,7 @@ function decodeOutcome(outcome: Outcome): unknown {
 }
 
 function decodeArg(value: EncodedValue): unknown {
-  return value.kind === 'json' ? JSON.parse(value.text, reviveRefs) : asBuffer(value.bytes)
+  return value.kind === 'json' ? parseWithRefs(value.text) : asBuffer(value.bytes)
 }
 
 // ---- running tasks ----
@@ -224,7 +225,7 @@ function pump(): void {
 
 function start(task: RunTask): void {
   active += task.weight
-  const running: Running = { task, waiting: 0, done: false }
+  const running: Running = { task, startedAt: performance.now(), waiting: 0, done: false }
   started.set(task.id, running)
   if (task.timed) {
     // Sent now: a call that blocks the thread must still have its clock running.
@@ -276,8 +277,9 @@ function encodeResult(value: unknown): Outcome {
 function finish(running: Running, outcome: Outcome): void {
   if (running.done) return // abandoned after its time limit
   release(running)
-  send({ type: 'done', id: running.task.id, outcome })
-  if (performance.now() - lastFlush > BATCH_WINDOW_MS) flush()
+  const now = performance.now()
+  send({ type: 'done', id: running.task.id, outcome, ms: now - running.startedAt })
+  if (now - lastFlush > BATCH_WINDOW_MS) flush()
   pump()
 }
 

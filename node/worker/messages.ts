@@ -35,7 +35,8 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'submit'; id: string; fn: string; args: TaskArg[]; options: CallOptions; parent: string | null }
   | { type: 'put'; id: string; value: EncodedValue }
-  | { type: 'done'; id: string; outcome: Outcome }
+  /** `ms`: how long the call took here, from start to result. */
+  | { type: 'done'; id: string; outcome: Outcome; ms: number }
   | { type: 'started'; id: string }
   | { type: 'pong'; req: number }
   | { type: 'get'; req: number; task: string | null; ids: string[]; timeoutMs: number | null }

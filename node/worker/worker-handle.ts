@@ -14,6 +14,8 @@ const ENTRY = import.meta.url.endsWith('.ts')
 export interface Assigned {
   readonly id: string
   readonly weight: number
+  /** Expected run time, in ms, from earlier calls of the same function. */
+  readonly expectedMs: number
   /** Gets and waits of this task still outstanding: while any are, it takes no CPU share. */
   waiting: number
 }
@@ -31,6 +33,8 @@ export class WorkerHandle {
   readonly assigned = new Map<string, Assigned>()
   /** CPU share of assigned tasks that are not waiting on other objects. */
   load = 0
+  /** Expected run time of assigned tasks that are not waiting, in ms. */
+  expectedMs = 0
   alive = true
   #outbox: ToWorker[] = []
   #flushQueued = false
@@ -74,14 +78,27 @@ export class WorkerHandle {
   }
 
   /** Marks a task as waiting on objects (or done waiting): its CPU share is freed meanwhile. */
+  /** Hands a task to this worker's accounting (the caller sends it). */
+  assign(task: Assigned): void {
+    this.assigned.set(task.id, task)
+    this.load += task.weight
+    this.expectedMs += task.expectedMs
+  }
+
   block(id: string): void {
     const task = this.assigned.get(id)
-    if (task && task.waiting++ === 0) this.load -= task.weight
+    if (task && task.waiting++ === 0) {
+      this.load -= task.weight
+      this.expectedMs -= task.expectedMs
+    }
   }
 
   unblock(id: string): void {
     const task = this.assigned.get(id)
-    if (task && --task.waiting === 0) this.load += task.weight
+    if (task && --task.waiting === 0) {
+      this.load += task.weight
+      this.expectedMs += task.expectedMs
+    }
   }
 
   /** Forgets a finished task; returns it if it was here. */
@@ -89,7 +106,15 @@ export class WorkerHandle {
     const task = this.assigned.get(id)
     if (!task) return undefined
     this.assigned.delete(id)
-    if (task.waiting === 0) this.load -= task.weight
+    if (task.waiting === 0) {
+      this.load -= task.weight
+      this.expectedMs -= task.expectedMs
+    }
+    if (this.assigned.size === 0) {
+      // Keep rounding errors of the running sums from piling up.
+      this.load = 0
+      this.expectedMs = 0
+    }
     return task
   }
 
