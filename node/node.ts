@@ -217,19 +217,33 @@ export class LocalNode {
     })
   }
 
-  /** Hands queued tasks to workers with room: own deque first, else stolen. */
+  /**
+   * Hands queued tasks to workers: first one to every worker with a free CPU
+   * slot (own deque first, else stolen), so that no worker idles while another
+   * prefetches; then prefetch, each worker at most its fair share of the queue.
+   */
   #dispatch(): void {
-    if (this.#scheduler.queued === 0) return
-    for (const worker of this.#workers) {
-      while (worker.alive && this.#hasRoom(worker)) {
+    for (let given = true; given && this.#scheduler.queued > 0; ) {
+      given = false
+      for (const worker of this.#workers) {
+        if (!worker.alive || worker.load >= 1 - 1e-9) continue
         const task = this.#scheduler.take(worker.index)
-        if (!task) break
+        if (!task) return
+        this.#run(worker, task)
+        given = true
+      }
+    }
+    const share = Math.ceil(this.#scheduler.queued / this.#workers.length)
+    for (const worker of this.#workers) {
+      for (let taken = 0; taken < share && worker.alive && this.#wantsPrefetch(worker); taken++) {
+        const task = this.#scheduler.take(worker.index)
+        if (!task) return
         this.#run(worker, task)
       }
     }
   }
 
-  #hasRoom(worker: WorkerHandle): boolean {
+  #wantsPrefetch(worker: WorkerHandle): boolean {
     if (worker.load < this.#capacity - 1e-9) return true
     return worker.expectedMs < PREFETCH_MS && worker.assigned.size < PREFETCH_MAX
   }
@@ -241,7 +255,7 @@ export class LocalNode {
   /** Keeps a moving average of each function's run time, for prefetching. */
   #observe(fn: string, ms: number): void {
     const before = this.#durations.get(fn)
-    this.#durations.set(fn, before === undefined ? ms : before * 0.8 + ms * 0.2)
+    this.#durations.set(fn, before === undefined ? ms : (before + ms) / 2)
   }
 
   #run(worker: WorkerHandle, task: Task): void {

@@ -29,8 +29,16 @@ export default async function seedPipeline(input: { scale?: number } = {}) {
       for (const s of await get(plan)) samples.push(processSample.remote(i, s, sources[i], scale))
     }
   }
+  // Results are gathered in chunks as they finish, so that little is left to do at the end.
   const groups: number[][] = Array.from({ length: GROUPS }, () => [])
-  for (const rows of await get(samples)) for (const [key, value] of rows) groups[key]?.push(value)
+  const chunks = Array.from({ length: Math.ceil(samples.length / 32) }, (_, c) =>
+    samples.slice(c * 32, c * 32 + 32),
+  )
+  await Promise.all(
+    chunks.map(async (chunk) => {
+      for (const rows of await get(chunk)) for (const [key, value] of rows) groups[key]?.push(value)
+    }),
+  )
   const answer = await get(groups.map((values, key) => compile.remote(key, values, scale)))
   const lines = answer.map((r) => `${r.key},${r.count},${r.sum}\n`).join('')
   return {

@@ -4,7 +4,7 @@
  * scheduler. A task waiting in `get` leaves the thread free for other tasks.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { parentPort, workerData } from 'node:worker_threads'
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
 import {
   type EncodedValue,
   encodeValue,
@@ -59,9 +59,13 @@ let pumping = false
 
 let outbox: FromWorker[] = []
 let flushQueued = false
-let lastFlush = performance.now()
-/** Results of calls shorter than this wait for the end of the turn, to travel in one batch. */
-const BATCH_WINDOW_MS = 1
+/**
+ * Messages wait for the end of the turn, to travel in one batch, unless the
+ * next call is expected to take longer than this: then they go before it starts.
+ */
+const BATCH_WINDOW_MS = 0.2
+/** Moving average of run times in ms, by function. */
+const durations = new Map<string, number>()
 
 function send(message: FromWorker): void {
   outbox.push(message)
@@ -73,7 +77,6 @@ function send(message: FromWorker): void {
 
 function flush(): void {
   flushQueued = false
-  lastFlush = performance.now()
   if (outbox.length === 0) return
   const batch = outbox
   outbox = []
@@ -209,13 +212,18 @@ function pump(): void {
   if (pumping) return
   pumping = true
   try {
-    while (queueHead < queue.length && active < 0.999) {
+    for (;;) {
+      if (active >= 0.999) break
+      if (queueHead === queue.length) receivePending()
+      if (queueHead === queue.length) break
       const task = queue[queueHead] as RunTask
       queue[queueHead++] = undefined as unknown as RunTask
       if (queueHead === queue.length) {
         queue.length = 0
         queueHead = 0
       }
+      // Nothing waits behind a long call: what is queued goes out before it starts.
+      if (outbox.length > 0 && (durations.get(task.fn) ?? Number.POSITIVE_INFINITY) > BATCH_WINDOW_MS) flush()
       start(task)
     }
   } finally {
@@ -277,9 +285,10 @@ function encodeResult(value: unknown): Outcome {
 function finish(running: Running, outcome: Outcome): void {
   if (running.done) return // abandoned after its time limit
   release(running)
-  const now = performance.now()
-  send({ type: 'done', id: running.task.id, outcome, ms: now - running.startedAt })
-  if (now - lastFlush > BATCH_WINDOW_MS) flush()
+  const ms = performance.now() - running.startedAt
+  const before = durations.get(running.task.fn)
+  durations.set(running.task.fn, before === undefined ? ms : (before + ms) / 2)
+  send({ type: 'done', id: running.task.id, outcome, ms })
   pump()
 }
 
@@ -302,7 +311,7 @@ async function load(url: string): Promise<void> {
 
 preload(data.urls)
 
-port.on('message', (batch: ToWorker[]) => {
+function receive(batch: ToWorker[]): void {
   for (const message of batch) {
     switch (message.type) {
       case 'run':
@@ -329,5 +338,19 @@ port.on('message', (batch: ToWorker[]) => {
         break
     }
   }
+}
+
+/**
+ * Takes in what the scheduler sent while a call ran, without going back to the
+ * event loop: the next call is usually there already (prefetched), and waiting
+ * a turn of the loop for it would idle the thread between every two calls.
+ */
+function receivePending(): void {
+  for (let got = receiveMessageOnPort(port); got; got = receiveMessageOnPort(port))
+    receive(got.message as ToWorker[])
+}
+
+port.on('message', (batch: ToWorker[]) => {
+  receive(batch)
   pump()
 })
