@@ -23,6 +23,8 @@ export interface Backend {
   /** An object's entry, refreshing its lifetime. */
   lookup(id: string): ObjectEntry | undefined
   whenSettled(id: string, timeoutMs: number): Promise<ObjectEntry | undefined>
+  /** Calls `listener` once the object settles (at once if it has; undefined if it is gone); returns an unsubscribe. */
+  onSettled(id: string, listener: (entry: ObjectEntry | undefined) => void): () => void
   /** Settled ids among `ids`, in input order, at most `count`, once `count` settle or time runs out. */
   waitAny(ids: readonly string[], count: number, timeoutMs: number): Promise<string[]>
   delete(id: string): boolean
@@ -41,6 +43,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     put: (id, value, ttlMs) => node.store.put(id, value, ttlMs),
     lookup: (id) => node.store.lookup(id),
     whenSettled: (id, timeoutMs) => node.store.whenSettled(id, timeoutMs),
+    onSettled: (id, listener) => node.store.onSettled(id, listener),
     waitAny: (ids, count, timeoutMs) => node.store.waitAny(ids, count, timeoutMs),
     delete: (id) => node.delete(id),
     nodes: () => {

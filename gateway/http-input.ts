@@ -5,8 +5,8 @@
 import type { Context } from 'hono'
 import type { TaskArg } from '../node/worker/messages.ts'
 import { toShared } from '../node/worker/shared-bytes.ts'
-import { BYTES_TYPE, type EncodedValue, isObjectId, refIdOf } from '../sdk/codec.ts'
-import { BadRequestError, ObjectNotFoundError } from '../sdk/errors.ts'
+import { BYTES_TYPE, type EncodedValue, isObjectId, newObjectId, refIdOf } from '../sdk/codec.ts'
+import { BadRequestError, FunctionNotFoundError, ObjectNotFoundError } from '../sdk/errors.ts'
 import { type CallOptions, checkCallOptions } from '../sdk/types.ts'
 
 export const MAX_WAIT_S = 60
@@ -89,6 +89,57 @@ function isEnvelope(body: unknown): body is { args: unknown[]; options?: unknown
   return (
     Array.isArray((body as { args?: unknown }).args) && keys.every((k) => k === 'args' || k === 'options')
   )
+}
+
+/** One call of a batch, checked: `{"function", "args", "options"?, "id"?}`. */
+export interface BatchCall {
+  fn: string
+  id: string
+  args: TaskArg[]
+  options: CallOptions
+}
+
+/** Most calls one batch may carry. */
+export const MAX_BATCH = 10_000
+
+/**
+ * Checks a batch of calls as a whole before any of it runs: every function
+ * known (`known`), every id well formed and unique, every `$ref` existing
+ * already or made by an earlier call of the same batch.
+ */
+export function checkBatch(body: unknown, known: (fn: string) => boolean, exists: (id: string) => boolean) {
+  if (!Array.isArray(body)) throw new BadRequestError('the body must be a JSON array of calls')
+  if (body.length > MAX_BATCH) throw new BadRequestError(`a batch holds at most ${MAX_BATCH} calls`)
+  const made = new Set<string>()
+  const inBatchOrStored = (id: string) => made.has(id) || exists(id)
+  return body.map((call, i): BatchCall => {
+    const where = `calls[${i}]`
+    if (typeof call !== 'object' || call === null || Array.isArray(call)) {
+      throw new BadRequestError(`${where} must be {"function", "args", "options"?, "id"?}`)
+    }
+    const { function: fn, args, options, id: rawId, ...rest } = call as Record<string, unknown>
+    const extra = Object.keys(rest)
+    if (extra.length > 0) throw new BadRequestError(`${where}.${extra[0]} is not a known field`)
+    if (typeof fn !== 'string') throw new BadRequestError(`${where}.function must be a function name`)
+    if (!known(fn)) throw new FunctionNotFoundError(`no function named ${fn}`)
+    if (!Array.isArray(args)) throw new BadRequestError(`${where}.args must be an array`)
+    const id = rawId === undefined ? newObjectId() : checkId(rawId as string)
+    if (made.has(id)) throw new BadRequestError(`${where}.id repeats an id of the same batch`)
+    let checked: CallOptions
+    try {
+      checked = checkCallOptions(options, `${where}.options`)
+    } catch (err) {
+      throw new BadRequestError((err as Error).message)
+    }
+    const call_: BatchCall = {
+      fn,
+      id,
+      args: args.map((arg) => toTaskArg(arg, inBatchOrStored)),
+      options: checked,
+    }
+    made.add(id)
+    return call_
+  })
 }
 
 function toTaskArg(arg: unknown, exists: (id: string) => boolean): TaskArg {

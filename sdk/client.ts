@@ -3,8 +3,11 @@
  * Calls are pipelined: `.remote()` picks the result's id here and returns at
  * once, while the request travels; `get` waits for that request first.
  */
-import { BYTES_TYPE, decodeValue, isObjectId, newObjectId, ObjectRef } from './codec.ts'
-import { BadRequestError, GetTimeoutError, type MagpieError } from './errors.ts'
+
+import { CallBatcher } from './call-batcher.ts'
+import { BYTES_TYPE, decodeValue, isObjectId, newObjectId, ObjectRef, parseWithRefs } from './codec.ts'
+import { BadRequestError, deserializeError, GetTimeoutError, type MagpieError } from './errors.ts'
+import { streamObjects } from './object-stream.ts'
 import { ProgressBar } from './progress.ts'
 import { type Body, type Reply, Transport, type TransportOptions } from './transport.ts'
 import type {
@@ -22,8 +25,6 @@ export interface ConnectOptions extends TransportOptions {}
 
 /** Longest single long-poll the gateway accepts, in seconds. */
 const MAX_POLL_S = 60
-/** Objects long-polled at once by `get` of a list and by `asCompleted`. */
-const POLL_WINDOW = 32
 
 type Refs = readonly ObjectRef[]
 
@@ -37,12 +38,14 @@ export class Client {
   readonly #transport: Transport
   /** Long polls get connections of their own, so that they never hold up calls. */
   readonly #polls: Transport
+  readonly #calls: CallBatcher
   /** Calls still travelling, by result id: `get` and `wait` wait for them first. */
   readonly #submissions = new Map<string, Promise<void>>()
 
   constructor(url: string, options: ConnectOptions = {}) {
     this.#transport = new Transport(url, options)
-    this.#polls = new Transport(url, { ...options, connections: POLL_WINDOW * 2 })
+    this.#polls = new Transport(url, { ...options, connections: 32 })
+    this.#calls = new CallBatcher(this.#transport)
   }
 
   get url(): string {
@@ -61,29 +64,32 @@ export class Client {
 
   #invoke<T>(name: string, args: readonly unknown[], options: CallOptions): ObjectRef<T> {
     const id = newObjectId()
-    const single = args.length === 1 && args[0] instanceof Uint8Array && Object.keys(options).length === 0
-    const body: Body = single
-      ? (args[0] as Uint8Array)
-      : JSON.stringify(Object.keys(options).length === 0 ? args : { args, options })
-    const headers = { 'content-type': single ? BYTES_TYPE : 'application/json', 'x-magpie-object-id': id }
-    this.#track(
-      id,
-      this.#transport.send('POST', `/v1/functions/${encodeURIComponent(name)}/invoke`, body, headers),
-    )
+    let accepted: Promise<unknown>
+    if (args.length === 1 && args[0] instanceof Uint8Array && Object.keys(options).length === 0) {
+      // One bytes argument travels as the raw body.
+      accepted = this.#transport
+        .send('POST', `/v1/functions/${encodeURIComponent(name)}/invoke`, args[0], {
+          'content-type': BYTES_TYPE,
+          'x-magpie-object-id': id,
+        })
+        .then((reply) => reply.discard())
+    } else if (args.some((a) => a instanceof Uint8Array)) {
+      // Other bytes arguments are stored first and passed by ref.
+      accepted = Promise.all(args.map((a) => (a instanceof Uint8Array ? this.put(a) : a))).then((stored) =>
+        this.#calls.add({ id, fn: name, args: stored, options }),
+      )
+    } else {
+      accepted = this.#calls.add({ id, fn: name, args, options })
+    }
+    this.#track(id, accepted)
     return new ObjectRef<T>(id)
   }
 
-  #track(id: string, request: Promise<Reply>): void {
-    const done = request.then(
-      async (reply) => {
-        await reply.discard()
-        this.#submissions.delete(id)
-      },
-      (err: unknown) => {
-        // Kept (and so reported by get/wait) until the caller looks at the ref.
-        throw err
-      },
-    )
+  #track(id: string, accepted: Promise<unknown>): void {
+    const done = accepted.then(() => {
+      this.#submissions.delete(id)
+    })
+    // Kept (and so reported by get/wait) until the caller looks at the ref.
     done.catch(() => {})
     this.#submissions.set(id, done)
   }
@@ -115,7 +121,7 @@ export class Client {
     const values = new Map<string, unknown>()
     const bar = options.progress ? new ProgressBar(unique.length) : undefined
     try {
-      for await (const [id, value] of this.#pollAll(unique, deadline)) {
+      for await (const [id, value] of this.#settled(unique, deadline)) {
         values.set(id, value)
         bar?.update(values.size)
       }
@@ -126,32 +132,26 @@ export class Client {
   }
 
   /**
-   * Long-polls `ids`, a window of them at a time, and yields each `[id, value]`
-   * as it arrives; throws the first failure, or GetTimeoutError at the deadline.
+   * Yields each `[id, value]` of `ids` as it settles, from one streaming
+   * request (renewed every minute at most); throws the first failure, or
+   * GetTimeoutError at the deadline.
    */
-  async *#pollAll(ids: readonly string[], deadline: number): AsyncGenerator<[string, unknown]> {
-    const inFlight = new Map<string, Promise<[string, unknown]>>()
-    let next = 0
-    const refill = () => {
-      while (inFlight.size < POLL_WINDOW && next < ids.length) {
-        const id = ids[next++] as string
-        inFlight.set(
-          id,
-          this.#getOne(id, deadline).then((value): [string, unknown] => [id, value]),
-        )
+  async *#settled(ids: readonly string[], deadline: number): AsyncGenerator<[string, unknown]> {
+    const pending = new Set(ids)
+    while (pending.size > 0) {
+      const left = (deadline - Date.now()) / 1000
+      if (left <= 0) throw new GetTimeoutError(`${pending.size} of ${ids.length} objects not ready in time`)
+      for await (const line of streamObjects(
+        this.#polls,
+        [...pending],
+        Math.min(left, MAX_POLL_S),
+        parseWithRefs,
+      )) {
+        if (line.status !== 'ready') throw deserializeError(line.error)
+        const value = line.contentType === undefined ? line.value : await this.#read(line.id, 0)
+        pending.delete(line.id)
+        yield [line.id, value]
       }
-    }
-    refill()
-    try {
-      while (inFlight.size > 0) {
-        const [id, value] = await Promise.race(inFlight.values())
-        inFlight.delete(id)
-        refill()
-        yield [id, value]
-      }
-    } finally {
-      // Whatever is still in flight is abandoned; keep its rejection from going unhandled.
-      for (const pending of inFlight.values()) pending.catch(() => {})
     }
   }
 
@@ -206,16 +206,15 @@ export class Client {
   }
 
   /**
-   * Yields `[ref, value]` pairs as refs become ready. A window of refs is
-   * long-polled at a time, in input order, so that any number of refs costs
-   * one request each; the first failure is thrown.
+   * Yields `[ref, value]` pairs as refs become ready, in the order they finish,
+   * from one streaming request; the first failure is thrown.
    */
   async *asCompleted<T>(refs: readonly ObjectRef<T>[], options: { timeout?: number } = {}) {
     const timeout = checkTimeout(options.timeout)
     const deadline = timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout * 1000
     const byId = new Map(refs.map((r) => [checkRef(r).id, r]))
     await this.#submitted([...byId.values()])
-    for await (const [id, value] of this.#pollAll([...byId.keys()], deadline)) {
+    for await (const [id, value] of this.#settled([...byId.keys()], deadline)) {
       yield [byId.get(id) as ObjectRef<T>, value as T] as [ObjectRef<T>, T]
     }
   }

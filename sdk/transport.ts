@@ -25,6 +25,8 @@ export interface Reply {
   bytes(): Promise<Uint8Array>
   /** Reads and drops the body, so that the connection can be reused. */
   discard(): Promise<void>
+  /** The body as text chunks, as they arrive. */
+  chunks(): AsyncIterable<string>
 }
 
 export type Body = string | Uint8Array
@@ -65,6 +67,10 @@ async function undiciBackend(connections: number): Promise<Backend> {
         discard: async () => {
           await stream.dump()
         },
+        chunks: () => {
+          stream.setEncoding('utf8')
+          return stream as AsyncIterable<string>
+        },
       }
     },
     close: () => agent.close(),
@@ -85,6 +91,7 @@ function fetchBackend(fetch: FetchLike): Backend {
         discard: async () => {
           await response.body?.cancel()
         },
+        chunks: () => textChunks(response),
       }
     },
     close: async () => {},
@@ -146,6 +153,30 @@ export class Transport {
   async close(): Promise<void> {
     await (await this.#backend).close()
   }
+}
+
+async function* textChunks(response: Response): AsyncIterable<string> {
+  if (!response.body) return
+  const decoder = new TextDecoder()
+  const reader = response.body.getReader()
+  for (let read = await reader.read(); !read.done; read = await reader.read()) {
+    yield decoder.decode(read.value, { stream: true })
+  }
+}
+
+/** Splits a stream of text chunks into lines. */
+export async function* lines(chunks: AsyncIterable<string>): AsyncIterable<string> {
+  let rest = ''
+  for await (const chunk of chunks) {
+    rest += chunk
+    let at = rest.indexOf('\n')
+    while (at >= 0) {
+      yield rest.slice(0, at)
+      rest = rest.slice(at + 1)
+      at = rest.indexOf('\n')
+    }
+  }
+  if (rest.length > 0) yield rest
 }
 
 async function readJson(reply: Reply): Promise<unknown> {

@@ -6,7 +6,8 @@ export default function prepareSource(i: number, scale?: number): Uint8Array {
   const source = checkSource(i)
   burn(PREP_MS / checkScale(scale))
   // Byte k is (i * 31 + k) % 251: one period written out, then doubled in place.
-  const out = new Uint8Array(BYTES)
+  // Bytes made in shared memory reach the node and later calls without a copy.
+  const out = new Uint8Array(new SharedArrayBuffer(BYTES))
   for (let k = 0; k < 251; k++) out[k] = (source * 31 + k) % 251
   for (let filled = 251; filled < BYTES; filled *= 2)
     out.copyWithin(filled, 0, Math.min(filled, BYTES - filled))

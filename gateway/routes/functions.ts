@@ -3,7 +3,7 @@ import { Hono } from 'hono'
 import { newObjectId } from '../../sdk/codec.ts'
 import { FunctionNotFoundError } from '../../sdk/errors.ts'
 import type { Backend } from '../backend.ts'
-import { checkId, readCall, waitParam } from '../http-input.ts'
+import { checkBatch, checkId, parseJson, readCall, waitParam } from '../http-input.ts'
 import { type FunctionRegistry, publicInfo } from '../registry/registry.ts'
 import { ID_HEADER, objectResponse, pendingResponse } from '../respond.ts'
 
@@ -28,6 +28,20 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
     backend.submit({ id, fn: name, args, options })
     if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000))
     return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
+  })
+
+  /** Many calls in one request: checked as a whole, then submitted in order. */
+  app.post('/calls', async (c) => {
+    const calls = checkBatch(
+      parseJson(await c.req.text()),
+      (fn) => functions.get(fn) !== undefined,
+      (ref) => backend.lookup(ref) !== undefined,
+    )
+    const answers = calls.map((call) => {
+      backend.submit({ id: call.id, fn: call.fn, args: call.args, options: call.options })
+      return { id: call.id, status: backend.lookup(call.id)?.status ?? 'pending' }
+    })
+    return c.json(answers, 202)
   })
 
   return app

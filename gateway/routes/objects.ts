@@ -1,6 +1,8 @@
 /** Objects: read (with long-poll), metadata, put, free, and wait on many. */
 import { Hono } from 'hono'
-import { newObjectId } from '../../sdk/codec.ts'
+import { stream } from 'hono/streaming'
+import type { ObjectEntry } from '../../node/store/object-store.ts'
+import { BYTES_TYPE, newObjectId } from '../../sdk/codec.ts'
 import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import type { Backend } from '../backend.ts'
 import { checkId, MAX_WAIT_S, parseJson, parseSeconds, readValue, waitParam } from '../http-input.ts'
@@ -58,9 +60,7 @@ export function objectRoutes(backend: Backend): Hono {
       throw new BadRequestError('the body must be {"ids": [...], "numReturns": 1, "timeout": S}')
     }
     const { ids, numReturns = Math.min(1, Array.isArray(ids) ? ids.length : 0), timeout } = body
-    if (!Array.isArray(ids)) throw new BadRequestError('ids must be an array of object ids')
-    for (const id of ids) checkId(id as string)
-    if (new Set(ids).size !== ids.length) throw new BadRequestError('ids holds the same id twice')
+    checkIds(ids)
     if (typeof numReturns !== 'number' || !Number.isInteger(numReturns) || numReturns < 0) {
       throw new BadRequestError('numReturns must be a non-negative integer')
     }
@@ -71,10 +71,81 @@ export function objectRoutes(backend: Backend): Hono {
       if (!backend.lookup(id)) throw new ObjectNotFoundError(`no object ${id}`)
     const ready = await backend.waitAny(ids as string[], numReturns, seconds * 1000)
     const got = new Set(ready)
-    return c.json({ ready, pending: (ids as string[]).filter((id) => !got.has(id)) })
+    return c.json({ ready, pending: ids.filter((id) => !got.has(id)) })
+  })
+
+  /**
+   * Streams objects as they settle, one JSON line each, in the order they
+   * settle: the results of many calls in one request. The stream ends when all
+   * have settled or `timeout` (default and most 60) seconds pass.
+   */
+  app.post('/objects/stream', async (c) => {
+    const body = parseJson(await c.req.text()) as Record<string, unknown> | null
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+      throw new BadRequestError('the body must be {"ids": [...], "timeout": S}')
+    }
+    const { ids, timeout } = body
+    checkIds(ids)
+    const seconds = timeout === undefined || timeout === null ? MAX_WAIT_S : parseSeconds(timeout, 'timeout')
+    for (const id of ids) if (!backend.lookup(id)) throw new ObjectNotFoundError(`no object ${id}`)
+    c.header('content-type', 'application/x-ndjson')
+    return stream(c, async (out) => {
+      let lines: string[] = []
+      let remaining = ids.length
+      let flushQueued = false
+      let finish = () => {}
+      const finished = new Promise<void>((resolve) => {
+        finish = resolve
+      })
+      const flush = () => {
+        flushQueued = false
+        if (lines.length > 0) {
+          void out.write(lines.join(''))
+          lines = []
+        }
+        if (remaining === 0) finish()
+      }
+      const offs = ids.map((id) =>
+        backend.onSettled(id, (entry) => {
+          lines.push(settledLine(id, entry))
+          remaining -= 1
+          if (!flushQueued) {
+            flushQueued = true
+            setImmediate(flush)
+          }
+        }),
+      )
+      const timer = setTimeout(finish, seconds * 1000)
+      out.onAbort(finish)
+      await finished
+      clearTimeout(timer)
+      for (const off of offs) off()
+      if (lines.length > 0) await out.write(lines.join(''))
+    })
   })
 
   return app
+}
+
+function checkIds(ids: unknown): asserts ids is string[] {
+  if (!Array.isArray(ids)) throw new BadRequestError('ids must be an array of object ids')
+  for (const id of ids) checkId(id as string)
+  if (new Set(ids).size !== ids.length) throw new BadRequestError('ids holds the same id twice')
+}
+
+/** One line of an object stream: the value inline if it is JSON, else where to read it. */
+function settledLine(id: string, entry: ObjectEntry | undefined): string {
+  const head = `{"id":${JSON.stringify(id)},"status":`
+  if (!entry) {
+    return `${head}"gone","error":${JSON.stringify({ code: 'OBJECT_NOT_FOUND', message: `no object ${id}` })}}\n`
+  }
+  if (entry.status === 'ready' && entry.value) {
+    return entry.value.kind === 'json'
+      ? `${head}"ready","value":${entry.value.text}}\n`
+      : `${head}"ready","contentType":"${BYTES_TYPE}","size":${entry.size}}\n`
+  }
+  const error = entry.error ?? { code: 'TASK_CANCELLED', message: `object ${id} was cancelled` }
+  return `${head}${JSON.stringify(entry.status)},"error":${JSON.stringify(error)}}\n`
 }
 
 function positiveSeconds(raw: string): number {
