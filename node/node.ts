@@ -8,9 +8,11 @@ import { availableParallelism, totalmem } from 'node:os'
 import type { EncodedValue } from '../sdk/codec.ts'
 import { FunctionNotFoundError, type SerializedError } from '../sdk/errors.ts'
 import type { CallOptions } from '../sdk/types.ts'
+import { NodeCounters } from './node-counters.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
-import { type ObjectEntry, ObjectStore } from './store/object-store.ts'
-import type { FromWorker, Outcome, TaskArg } from './worker/messages.ts'
+import { ObjectStore } from './store/object-store.ts'
+import { argumentProblem, lostArgument, makeTask, refArguments, type Task, type TaskSpec } from './task.ts'
+import type { FromWorker, Outcome } from './worker/messages.ts'
 import { WorkerHandle } from './worker/worker-handle.ts'
 
 /** What a node needs to know of the deployed functions. */
@@ -32,25 +34,7 @@ export interface NodeOptions {
   prefetch?: number
 }
 
-/** A call as submitted, to the gateway or from inside a function. */
-export interface TaskSpec {
-  id: string
-  fn: string
-  args: TaskArg[]
-  options: CallOptions
-}
-
-interface Task extends TaskSpec {
-  url: string
-  weight: number
-  attempts: number
-  maxRetries: number
-  retryExceptions: boolean
-  /** Worker whose task submitted this one, for depth-first placement. */
-  origin: number | undefined
-  /** Fires when the call runs past its timeoutMs. */
-  timer?: ReturnType<typeof setTimeout> | undefined
-}
+export type { TaskSpec } from './task.ts'
 
 export interface NodeStats {
   cpus: number
@@ -64,7 +48,6 @@ export interface NodeStats {
   threadBytes: { copied: number; shared: number }
 }
 
-const DEFAULT_MAX_RETRIES = 3
 /**
  * Prefetch: a worker is handed work beyond its CPU slot, so that it never
  * waits a message round trip for the next call: always one call more, and more
@@ -74,8 +57,6 @@ const DEFAULT_MAX_RETRIES = 3
  */
 const PREFETCH_MS = 2
 const PREFETCH_MAX = 256
-/** Expected run time of a function never seen before. */
-const UNKNOWN_MS = 1
 /** How long a worker has to answer a ping after a call ran out of time, before it is replaced. */
 const UNRESPONSIVE_MS = 1000
 
@@ -87,12 +68,7 @@ export class LocalNode {
   readonly #workers: WorkerHandle[] = []
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
-  /** Moving average of run times in ms, by function. */
-  readonly #durations = new Map<string, number>()
-  /** Finished and failed calls, by function. */
-  readonly #counts = new Map<string, { finished: number; failed: number }>()
-  /** Bytes that crossed between threads by copy, and by sharing memory. */
-  readonly #threadBytes = { copied: 0, shared: 0 }
+  readonly #counters = new NodeCounters()
   readonly #capacity: number
   readonly #ttlMs: number
   #dispatchQueued = false
@@ -150,30 +126,16 @@ export class LocalNode {
   submit(spec: TaskSpec, origin?: number): boolean {
     const record = this.#functions.get(spec.fn)
     if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
-    const options = { ...record.config, ...spec.options }
-    const ttlMs = options.ttlS === undefined ? this.#ttlMs : options.ttlS * 1000
-    if (!this.store.create(spec.id, spec.fn, ttlMs)) return false
-    // A plain literal: spreading `spec` and then overriding one of its keys
-    // sends V8 down a slow path that leaves the object in dictionary mode.
-    const task: Task = {
-      id: spec.id,
-      fn: spec.fn,
-      args: spec.args,
-      options,
-      url: record.url,
-      weight: 1 / (options.concurrency ?? 1),
-      attempts: 0,
-      maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
-      retryExceptions: options.retryExceptions ?? false,
-      origin,
-    }
+    const task = makeTask(spec, record, origin)
+    const ttlS = task.options.ttlS
+    if (!this.store.create(spec.id, spec.fn, ttlS === undefined ? this.#ttlMs : ttlS * 1000)) return false
     this.#whenArgsReady(task)
     return true
   }
 
   /** Queues the task once its top-level refs are ready; fails it if one failed or is gone. */
   #whenArgsReady(task: Task): void {
-    const refs = [...new Set(task.args.flatMap((a) => (a.kind === 'ref' ? [a.id] : [])))]
+    const refs = refArguments(task)
     let missing = refs.length
     if (missing === 0) {
       this.#enqueue(task)
@@ -248,16 +210,6 @@ export class LocalNode {
     return worker.expectedMs < PREFETCH_MS && worker.assigned.size < PREFETCH_MAX
   }
 
-  #expectedMs(fn: string): number {
-    return this.#durations.get(fn) ?? UNKNOWN_MS
-  }
-
-  /** Keeps a moving average of each function's run time, for prefetching. */
-  #observe(fn: string, ms: number): void {
-    const before = this.#durations.get(fn)
-    this.#durations.set(fn, before === undefined ? ms : (before + ms) / 2)
-  }
-
   #run(worker: WorkerHandle, task: Task): void {
     const args: EncodedValue[] = []
     for (const arg of task.args) {
@@ -273,10 +225,15 @@ export class LocalNode {
       }
       args.push(entry.value)
     }
-    this.#countCrossing(args)
+    this.#counters.crossing(args)
     task.attempts += 1
     this.store.markRunning(task.id, task.attempts)
-    worker.assign({ id: task.id, weight: task.weight, expectedMs: this.#expectedMs(task.fn), waiting: 0 })
+    worker.assign({
+      id: task.id,
+      weight: task.weight,
+      expectedMs: this.#counters.expectedMs(task.fn),
+      waiting: 0,
+    })
     this.#running.set(task.id, task)
     worker.send({
       type: 'run',
@@ -295,15 +252,15 @@ export class LocalNode {
     for (const message of batch) {
       switch (message.type) {
         case 'submit':
-          this.#countCrossing(message.args)
+          this.#counters.crossing(message.args)
           this.#submitNested(worker, message)
           break
         case 'put':
-          this.#countCrossing([message.value])
+          this.#counters.crossing([message.value])
           this.store.put(message.id, message.value)
           break
         case 'done':
-          if ('value' in message.outcome) this.#countCrossing([message.outcome.value])
+          if ('value' in message.outcome) this.#counters.crossing([message.outcome.value])
           this.#done(worker, message.id, message.outcome, message.ms)
           break
         case 'get':
@@ -350,7 +307,7 @@ export class LocalNode {
     if (this.#running.get(task.id) !== task) return
     this.#running.delete(task.id)
     worker.release(task.id)
-    this.store.settle(task.id, {
+    this.#settle(task, {
       error: {
         code: 'FUNCTION_TIMEOUT',
         message: `${task.fn} ran past its ${limit} ms limit`,
@@ -365,7 +322,7 @@ export class LocalNode {
   #done(worker: WorkerHandle, id: string, outcome: Outcome, ms: number): void {
     const task = this.#running.get(id)
     if (!task) return // abandoned after its time limit
-    this.#observe(task.fn, ms)
+    this.#counters.ranFor(task.fn, ms)
     worker.release(id)
     this.#running.delete(id)
     clearTimeout(task.timer)
@@ -384,26 +341,8 @@ export class LocalNode {
 
   /** Finishes a task's object, and counts the outcome per function. */
   #settle(task: Task, outcome: Outcome): void {
-    let counts = this.#counts.get(task.fn)
-    if (!counts) {
-      counts = { finished: 0, failed: 0 }
-      this.#counts.set(task.fn, counts)
-    }
-    if ('error' in outcome) counts.failed += 1
-    else counts.finished += 1
+    this.#counters.outcome(task.fn, 'error' in outcome)
     this.store.settle(task.id, outcome)
-  }
-
-  /** Counts what a message between threads carries: JSON text is copied, shared memory is not. */
-  #countCrossing(values: Iterable<TaskArg>): void {
-    for (const value of values) {
-      if (value.kind === 'json') this.#threadBytes.copied += value.text.length
-      else if (value.kind === 'bytes') {
-        if (value.bytes.buffer instanceof SharedArrayBuffer)
-          this.#threadBytes.shared += value.bytes.byteLength
-        else this.#threadBytes.copied += value.bytes.byteLength
-      }
-    }
   }
 
   #get(worker: WorkerHandle, message: Extract<FromWorker, { type: 'get' }>): void {
@@ -418,7 +357,7 @@ export class LocalNode {
           ? { value: entry.value }
           : { error: argumentProblem(id, entry) ?? lostArgument(id) }
       })
-      for (const r of results) if ('value' in r) this.#countCrossing([r.value])
+      for (const r of results) if ('value' in r) this.#counters.crossing([r.value])
       worker.send({ type: 'values', req: message.req, results })
     }
     this.#whenSettled(worker, message.task, unique, unique.length, message.timeoutMs, reply)
@@ -497,8 +436,8 @@ export class LocalNode {
       queued: this.#scheduler.queued,
       steals: this.#scheduler.steals,
       objects: { count: objects.count, bytes: objects.bytes, spilledBytes: 0 },
-      tasks: Object.fromEntries([...this.#counts].map(([fn, c]) => [fn, { ...c }])),
-      threadBytes: { ...this.#threadBytes },
+      tasks: this.#counters.outcomes(),
+      threadBytes: this.#counters.threadBytes(),
     }
   }
 
@@ -507,21 +446,4 @@ export class LocalNode {
     this.#offFunctions()
     await Promise.all(this.#workers.map((w) => w.terminate()))
   }
-}
-
-/** Why an argument object cannot be used, or undefined if it can. */
-function argumentProblem(id: string, entry: ObjectEntry | undefined): SerializedError | undefined {
-  if (!entry) return { code: 'OBJECT_NOT_FOUND', message: `argument ${id} does not exist (freed or expired)` }
-  if (entry.status === 'ready') return undefined
-  const cause = entry.error ?? { code: 'TASK_CANCELLED' as const, message: 'cancelled' }
-  return {
-    code: cause.code,
-    message: `argument ${id} failed: ${cause.message}`,
-    ...(cause.name === undefined ? {} : { name: cause.name }),
-    cause: { ...cause, id },
-  }
-}
-
-function lostArgument(id: string): SerializedError {
-  return { code: 'OBJECT_LOST', message: `argument ${id} is no longer stored` }
 }

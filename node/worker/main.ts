@@ -5,32 +5,13 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
-import {
-  type EncodedValue,
-  encodeValue,
-  isObjectId,
-  newObjectId,
-  ObjectRef,
-  parseWithRefs,
-} from '../../sdk/codec.ts'
-import {
-  BadRequestError,
-  deserializeError,
-  FunctionNotFoundError,
-  MagpieError,
-  serializeError,
-} from '../../sdk/errors.ts'
+import { encodeValue } from '../../sdk/codec.ts'
+import { MagpieError, serializeError } from '../../sdk/errors.ts'
 import { type FunctionRuntime, RUNTIME_KEY } from '../../sdk/runtime.ts'
-import {
-  type AnyFunction,
-  type CallOptions,
-  checkCallOptions,
-  type GetOptions,
-  type RemoteFunction,
-  type WaitOptions,
-} from '../../sdk/types.ts'
-import type { FromWorker, Outcome, RunTask, TaskArg, ToWorker, WorkerData } from './messages.ts'
-import { asBuffer, toShared } from './shared-bytes.ts'
+import type { AnyFunction } from '../../sdk/types.ts'
+import { createFunctionRuntime, decodeArg } from './function-runtime.ts'
+import type { FromWorker, Outcome, RunTask, ToWorker, WorkerData } from './messages.ts'
+import { toShared } from './shared-bytes.ts'
 
 if (!parentPort) throw new Error('node/worker/main.ts runs as a worker thread')
 const port = parentPort
@@ -106,105 +87,13 @@ function request(make: (req: number) => FromWorker): Promise<ToWorker> {
 
 // ---- the in-function API ----
 
-function refIds(value: unknown, what: string): string[] {
-  const list = Array.isArray(value) ? value : [value]
-  return list.map((item) => {
-    const id = item instanceof ObjectRef ? item.id : (item as { $ref?: unknown } | null)?.$ref
-    if (!isObjectId(id)) throw new TypeError(`${what} takes ObjectRefs`)
-    return id
-  })
-}
-
-function timeoutMsOf(timeout: unknown): number | null {
-  if (timeout === undefined || timeout === null) return null
-  if (typeof timeout !== 'number' || Number.isNaN(timeout) || timeout < 0) {
-    throw new TypeError('timeout must be a non-negative number of seconds')
-  }
-  return timeout * 1000
-}
-
-function encodeArg(arg: unknown): TaskArg {
-  if (arg instanceof ObjectRef) return { kind: 'ref', id: arg.id }
-  const value = encodeValue(arg)
-  return value.kind === 'bytes' ? { kind: 'bytes', bytes: toShared(value.bytes) } : value
-}
-
-function makeRemote(name: string, options: CallOptions): RemoteFunction {
-  return {
-    name,
-    remote: (...args: unknown[]) => {
-      if (!names.has(name)) throw new FunctionNotFoundError(`no function named ${name}`)
-      const id = newObjectId()
-      const parent = context.getStore()?.task.id ?? null
-      send({ type: 'submit', id, fn: name, args: args.map(encodeArg), options, parent })
-      return new ObjectRef(id)
-    },
-    options: (more: CallOptions) => makeRemote(name, { ...options, ...checkCallOptions(more) }),
-  }
-}
-
-const runtime: FunctionRuntime = {
-  remote: (name, options) => makeRemote(name, checkCallOptions(options)),
-
-  async get(refOrRefs: unknown, options: GetOptions = {}) {
-    const ids = refIds(refOrRefs, 'get')
-    const timeoutMs = timeoutMsOf(options.timeout)
-    const reply = await request((req) => ({
-      type: 'get',
-      req,
-      task: context.getStore()?.task.id ?? null,
-      ids,
-      timeoutMs,
-    }))
-    if (reply.type !== 'values') throw new MagpieError('unexpected reply to get')
-    const values = reply.results.map(decodeOutcome)
-    return Array.isArray(refOrRefs) ? values : values[0]
-  },
-
-  async put(value: unknown) {
-    const id = newObjectId()
-    const encoded = encodeArg(value)
-    if (encoded.kind === 'ref') throw new TypeError('put takes a value, not an ObjectRef')
-    send({ type: 'put', id, value: encoded })
-    return new ObjectRef(id)
-  },
-
-  async wait(refs: readonly ObjectRef[], options: WaitOptions = {}) {
-    if (!Array.isArray(refs)) throw new TypeError('wait takes an array of ObjectRefs')
-    const ids = refIds(refs, 'wait')
-    if (new Set(ids).size !== ids.length) throw new BadRequestError('wait got the same ref twice')
-    const numReturns = options.numReturns ?? Math.min(1, ids.length)
-    if (!Number.isInteger(numReturns) || numReturns < 0 || numReturns > ids.length) {
-      throw new BadRequestError(`numReturns must be an integer from 0 to ${ids.length}`)
-    }
-    const timeoutMs = timeoutMsOf(options.timeout)
-    const reply = await request((req) => ({
-      type: 'wait',
-      req,
-      task: context.getStore()?.task.id ?? null,
-      ids,
-      numReturns,
-      timeoutMs,
-    }))
-    if (reply.type !== 'waited') throw new MagpieError('unexpected reply to wait')
-    const ready = new Set(reply.ready)
-    return {
-      ready: refs.filter((r) => ready.has(r.id)),
-      pending: refs.filter((r) => !ready.has(r.id)),
-    }
-  },
-}
-
+const runtime = createFunctionRuntime({
+  send,
+  request,
+  currentTask: () => context.getStore()?.task.id ?? null,
+  knows: (name) => names.has(name),
+})
 ;(globalThis as { [RUNTIME_KEY]?: FunctionRuntime })[RUNTIME_KEY] = runtime
-
-function decodeOutcome(outcome: Outcome): unknown {
-  if ('error' in outcome) throw deserializeError(outcome.error)
-  return decodeArg(outcome.value)
-}
-
-function decodeArg(value: EncodedValue): unknown {
-  return value.kind === 'json' ? parseWithRefs(value.text) : asBuffer(value.bytes)
-}
 
 // ---- running tasks ----
 

@@ -1,0 +1,72 @@
+/** A call as the node tracks it, from submission to its result, and why an argument can fail it. */
+
+import type { SerializedError } from '../sdk/errors.ts'
+import type { CallOptions } from '../sdk/types.ts'
+import type { ObjectEntry } from './store/object-store.ts'
+import type { TaskArg } from './worker/messages.ts'
+
+/** A call as submitted, to the gateway or from inside a function. */
+export interface TaskSpec {
+  id: string
+  fn: string
+  args: TaskArg[]
+  options: CallOptions
+}
+
+export interface Task extends TaskSpec {
+  url: string
+  /** Share of a worker's CPU slot the call takes while it runs (1 / concurrency). */
+  weight: number
+  attempts: number
+  maxRetries: number
+  retryExceptions: boolean
+  /** Worker whose task submitted this one, for depth-first placement. */
+  origin: number | undefined
+  /** Fires when the call runs past its timeoutMs. */
+  timer?: ReturnType<typeof setTimeout> | undefined
+}
+
+export const DEFAULT_MAX_RETRIES = 3
+
+/** A task for `spec`, its options over the function's config. */
+export function makeTask(spec: TaskSpec, fn: { url: string; config: CallOptions }, origin?: number): Task {
+  const options = { ...fn.config, ...spec.options }
+  // A plain literal: spreading `spec` and then overriding one of its keys
+  // sends V8 down a slow path that leaves the object in dictionary mode.
+  return {
+    id: spec.id,
+    fn: spec.fn,
+    args: spec.args,
+    options,
+    url: fn.url,
+    weight: 1 / (options.concurrency ?? 1),
+    attempts: 0,
+    maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+    retryExceptions: options.retryExceptions ?? false,
+    origin,
+  }
+}
+
+/** The distinct objects a task takes as top-level `$ref` arguments. */
+export function refArguments(task: TaskSpec): string[] {
+  const ids: string[] = []
+  for (const arg of task.args) if (arg.kind === 'ref' && !ids.includes(arg.id)) ids.push(arg.id)
+  return ids
+}
+
+/** Why an argument object cannot be used, or undefined if it can (Ray's rule: its failure is the task's). */
+export function argumentProblem(id: string, entry: ObjectEntry | undefined): SerializedError | undefined {
+  if (!entry) return { code: 'OBJECT_NOT_FOUND', message: `argument ${id} does not exist (freed or expired)` }
+  if (entry.status === 'ready') return undefined
+  const cause = entry.error ?? { code: 'TASK_CANCELLED' as const, message: 'cancelled' }
+  return {
+    code: cause.code,
+    message: `argument ${id} failed: ${cause.message}`,
+    ...(cause.name === undefined ? {} : { name: cause.name }),
+    cause: { ...cause, id },
+  }
+}
+
+export function lostArgument(id: string): SerializedError {
+  return { code: 'OBJECT_LOST', message: `argument ${id} is no longer stored` }
+}

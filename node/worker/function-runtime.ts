@@ -1,0 +1,126 @@
+/**
+ * The in-function API of a worker thread: `remote`, `get`, `put` and `wait`
+ * from 'magpie', turned into messages to the node's scheduler.
+ */
+import {
+  type EncodedValue,
+  encodeValue,
+  isObjectId,
+  newObjectId,
+  ObjectRef,
+  parseWithRefs,
+} from '../../sdk/codec.ts'
+import { BadRequestError, deserializeError, FunctionNotFoundError, MagpieError } from '../../sdk/errors.ts'
+import type { FunctionRuntime } from '../../sdk/runtime.ts'
+import {
+  type CallOptions,
+  checkCallOptions,
+  type GetOptions,
+  type RemoteFunction,
+  type WaitOptions,
+} from '../../sdk/types.ts'
+import type { FromWorker, Outcome, TaskArg, ToWorker } from './messages.ts'
+import { asBuffer, toShared } from './shared-bytes.ts'
+
+/** What the runtime needs of its worker thread. */
+export interface RuntimeIO {
+  /** Queues a message to the scheduler. */
+  send(message: FromWorker): void
+  /** Sends a request and resolves with the scheduler's reply; the calling task waits meanwhile. */
+  request(make: (req: number) => FromWorker): Promise<ToWorker>
+  /** The id of the task whose code is running, if any. */
+  currentTask(): string | null
+  /** Whether a function of that name is deployed. */
+  knows(name: string): boolean
+}
+
+export function decodeArg(value: EncodedValue): unknown {
+  return value.kind === 'json' ? parseWithRefs(value.text) : asBuffer(value.bytes)
+}
+
+export function encodeArg(arg: unknown): TaskArg {
+  if (arg instanceof ObjectRef) return { kind: 'ref', id: arg.id }
+  const value = encodeValue(arg)
+  return value.kind === 'bytes' ? { kind: 'bytes', bytes: toShared(value.bytes) } : value
+}
+
+function decodeOutcome(outcome: Outcome): unknown {
+  if ('error' in outcome) throw deserializeError(outcome.error)
+  return decodeArg(outcome.value)
+}
+
+function refIds(value: unknown, what: string): string[] {
+  const list = Array.isArray(value) ? value : [value]
+  return list.map((item) => {
+    const id = item instanceof ObjectRef ? item.id : (item as { $ref?: unknown } | null)?.$ref
+    if (!isObjectId(id)) throw new TypeError(`${what} takes ObjectRefs`)
+    return id
+  })
+}
+
+function timeoutMsOf(timeout: unknown): number | null {
+  if (timeout === undefined || timeout === null) return null
+  if (typeof timeout !== 'number' || Number.isNaN(timeout) || timeout < 0) {
+    throw new TypeError('timeout must be a non-negative number of seconds')
+  }
+  return timeout * 1000
+}
+
+export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
+  const makeRemote = (name: string, options: CallOptions): RemoteFunction => ({
+    name,
+    remote: (...args: unknown[]) => {
+      if (!io.knows(name)) throw new FunctionNotFoundError(`no function named ${name}`)
+      const id = newObjectId()
+      io.send({ type: 'submit', id, fn: name, args: args.map(encodeArg), options, parent: io.currentTask() })
+      return new ObjectRef(id)
+    },
+    options: (more: CallOptions) => makeRemote(name, { ...options, ...checkCallOptions(more) }),
+  })
+
+  return {
+    remote: (name, options) => makeRemote(name, checkCallOptions(options)),
+
+    async get(refOrRefs: unknown, options: GetOptions = {}) {
+      const ids = refIds(refOrRefs, 'get')
+      const timeoutMs = timeoutMsOf(options.timeout)
+      const reply = await io.request((req) => ({ type: 'get', req, task: io.currentTask(), ids, timeoutMs }))
+      if (reply.type !== 'values') throw new MagpieError('unexpected reply to get')
+      const values = reply.results.map(decodeOutcome)
+      return Array.isArray(refOrRefs) ? values : values[0]
+    },
+
+    async put(value: unknown) {
+      const id = newObjectId()
+      const encoded = encodeArg(value)
+      if (encoded.kind === 'ref') throw new TypeError('put takes a value, not an ObjectRef')
+      io.send({ type: 'put', id, value: encoded })
+      return new ObjectRef(id)
+    },
+
+    async wait(refs: readonly ObjectRef[], options: WaitOptions = {}) {
+      if (!Array.isArray(refs)) throw new TypeError('wait takes an array of ObjectRefs')
+      const ids = refIds(refs, 'wait')
+      if (new Set(ids).size !== ids.length) throw new BadRequestError('wait got the same ref twice')
+      const numReturns = options.numReturns ?? Math.min(1, ids.length)
+      if (!Number.isInteger(numReturns) || numReturns < 0 || numReturns > ids.length) {
+        throw new BadRequestError(`numReturns must be an integer from 0 to ${ids.length}`)
+      }
+      const timeoutMs = timeoutMsOf(options.timeout)
+      const reply = await io.request((req) => ({
+        type: 'wait',
+        req,
+        task: io.currentTask(),
+        ids,
+        numReturns,
+        timeoutMs,
+      }))
+      if (reply.type !== 'waited') throw new MagpieError('unexpected reply to wait')
+      const ready = new Set(reply.ready)
+      return {
+        ready: refs.filter((r) => ready.has(r.id)),
+        pending: refs.filter((r) => !ready.has(r.id)),
+      }
+    },
+  }
+}
