@@ -60,6 +60,19 @@ async function nestedPipeline(mp: Client, f: number): Promise<Row[]> {
   return report.answer
 }
 
+/** The node's counters that the report differences around the timed run. */
+async function counters(url: string) {
+  return {
+    prepares: await readCounter(url, 'magpie_tasks_total', {
+      function: 'prepare-source',
+      status: 'finished',
+    }),
+    copied: await readCounter(url, 'magpie_thread_bytes_total', { how: 'copied' }),
+    shared: await readCounter(url, 'magpie_thread_bytes_total', { how: 'shared' }),
+    steals: await readCounter(url, 'magpie_steals_total'),
+  }
+}
+
 function digest(rows: Row[]): string {
   const lines = [...rows]
     .sort((a, b) => a.key - b.key)
@@ -78,27 +91,11 @@ async function runMagpie() {
     await run(mp, 1000)
     await run(mp, 1000)
     const bootS = (performance.now() - bootStart) / 1000
-    const before = {
-      prepares: await readCounter(platform.url, 'magpie_tasks_total', {
-        function: 'prepare-source',
-        status: 'finished',
-      }),
-      copied: await readCounter(platform.url, 'magpie_thread_bytes_total', { how: 'copied' }),
-      shared: await readCounter(platform.url, 'magpie_thread_bytes_total', { how: 'shared' }),
-      steals: await readCounter(platform.url, 'magpie_steals_total'),
-    }
+    const before = await counters(platform.url)
     const t0 = performance.now()
     const answer = await run(mp, scale)
     const makespan = (performance.now() - t0) / 1000
-    const after = {
-      prepares: await readCounter(platform.url, 'magpie_tasks_total', {
-        function: 'prepare-source',
-        status: 'finished',
-      }),
-      copied: await readCounter(platform.url, 'magpie_thread_bytes_total', { how: 'copied' }),
-      shared: await readCounter(platform.url, 'magpie_thread_bytes_total', { how: 'shared' }),
-      steals: await readCounter(platform.url, 'magpie_steals_total'),
-    }
+    const after = await counters(platform.url)
     const ideal = totalWorkMs(scale) / 1000 / cpus
     return {
       system: 'magpie',

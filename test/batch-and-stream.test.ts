@@ -1,17 +1,10 @@
 /** The batch routes the SDK uses to keep the gateway's load low: POST /v1/calls and POST /v1/objects/stream. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Client, connect, FunctionNotFoundError } from '../sdk/index.ts'
-import { usePlatform } from './helpers.ts'
+import { describe, expect, it } from 'vitest'
+import { FunctionNotFoundError } from '../sdk/index.ts'
+import { useClient, usePlatform } from './helpers.ts'
 
 const ctx = usePlatform()
-let mp: Client
-
-beforeAll(() => {
-  mp = connect(ctx.url)
-})
-afterAll(async () => {
-  await mp.close()
-})
+const mp = useClient(ctx)
 
 function post(path: string, body: unknown) {
   return fetch(ctx.url + path, { method: 'POST', body: JSON.stringify(body) })

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll } from 'vitest'
 import { type Platform, type PlatformOptions, startPlatform } from '../gateway/platform.ts'
+import { type Client, connect } from '../sdk/index.ts'
 
 export const ROOT = resolve(import.meta.dirname, '..')
 
@@ -29,6 +30,27 @@ export function usePlatform(options: Partial<PlatformOptions> = {}): { url: stri
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
   return ctx
+}
+
+/**
+ * An SDK client for the whole file, connected once the platform listens and
+ * closed afterwards. It is a stand-in until then, so that files can hold it in a const.
+ */
+export function useClient(ctx: { url: string }): Client {
+  let client: Client | undefined
+  beforeAll(() => {
+    client = connect(ctx.url)
+  })
+  afterAll(async () => {
+    await client?.close()
+  })
+  return new Proxy({} as Client, {
+    get(_, key) {
+      if (!client) throw new Error('the client exists once the platform has started')
+      const value = Reflect.get(client, key, client) as unknown
+      return typeof value === 'function' ? value.bind(client) : value
+    },
+  })
 }
 
 export function tempFile(name: string): string {

@@ -1,17 +1,9 @@
 /** Nested tasks on one CPU: a task waiting in `get` gives its slot back, so deep nesting cannot deadlock. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Client, connect } from '../sdk/index.ts'
-import { tempFile, usePlatform } from './helpers.ts'
+import { describe, expect, it } from 'vitest'
+import { tempFile, useClient, usePlatform } from './helpers.ts'
 
 const ctx = usePlatform({ cpus: 1 })
-let mp: Client
-
-beforeAll(() => {
-  mp = connect(ctx.url)
-})
-afterAll(async () => {
-  await mp.close()
-})
+const mp = useClient(ctx)
 
 describe('nested tasks with --cpus 1', () => {
   it('computes fib(15) as a tree of nested tasks', async () => {

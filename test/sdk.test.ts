@@ -1,9 +1,7 @@
 /** The SDK against a real platform: refs, get, wait, put, options, asCompleted and errors. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   BadRequestError,
-  type Client,
-  connect,
   FunctionNotFoundError,
   GetTimeoutError,
   MagpieError,
@@ -11,17 +9,10 @@ import {
   ObjectRef,
   TaskError,
 } from '../sdk/index.ts'
-import { usePlatform } from './helpers.ts'
+import { useClient, usePlatform } from './helpers.ts'
 
 const ctx = usePlatform()
-let mp: Client
-
-beforeAll(() => {
-  mp = connect(ctx.url)
-})
-afterAll(async () => {
-  await mp.close()
-})
+const mp = useClient(ctx)
 
 const square = () => mp.remote<(x: number) => number>('square')
 const sleep = () => mp.remote<(ms: number) => number>('sleep')

@@ -1,17 +1,10 @@
 /** timeoutMs: a call past its limit fails with FUNCTION_TIMEOUT, and its worker is freed or replaced. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type Client, connect, FunctionTimeoutError } from '../sdk/index.ts'
-import { usePlatform } from './helpers.ts'
+import { describe, expect, it } from 'vitest'
+import { FunctionTimeoutError } from '../sdk/index.ts'
+import { useClient, usePlatform } from './helpers.ts'
 
 const ctx = usePlatform({ cpus: 1 })
-let mp: Client
-
-beforeAll(() => {
-  mp = connect(ctx.url)
-})
-afterAll(async () => {
-  await mp.close()
-})
+const mp = useClient(ctx)
 
 describe('timeoutMs', () => {
   it('fails an async call that never settles, and frees its thread', async () => {
