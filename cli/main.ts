@@ -8,6 +8,10 @@ const USAGE = `usage: magpie <command> [options]
 commands:
   start [--port 8080] [--host 127.0.0.1] [--cpus N] [--functions ./functions] [--token T]
                               a gateway and one node serving a folder of functions
+  start --head [--secret S]    a gateway alone, for nodes to join
+  start --join URL [--cpus N] [--resources '{"gpu":1}'] [--secret S]
+                              a node joining the head at URL (secret: --secret or $MAGPIE_CLUSTER_SECRET)
+  start --nodes N [--cpus N]   a gateway and N local node processes
   invoke NAME [JSON] [--async] call a function (JSON: an array of arguments)
   get ID                       read an object, waiting until it is ready
   status                       nodes, queues and objects at a glance
@@ -26,6 +30,11 @@ async function main(argv: string[]): Promise<number> {
       functions: { type: 'string' },
       token: { type: 'string' },
       url: { type: 'string' },
+      head: { type: 'boolean' },
+      join: { type: 'string' },
+      nodes: { type: 'string' },
+      secret: { type: 'string' },
+      resources: { type: 'string' },
       async: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -1,6 +1,16 @@
-/** `magpie start`: the embedded platform until SIGINT or SIGTERM. */
-import { resolve } from 'node:path'
+/**
+ * `magpie start`: the embedded platform (a gateway and one node in this
+ * process), a head alone (--head), a node joining a head (--join URL), or a
+ * head with N local node processes (--nodes N). Runs until SIGINT or SIGTERM.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
+import { startNodeProcess } from '../node/cluster/node-process.ts'
 
 export interface StartFlags {
   port?: string | undefined
@@ -8,6 +18,11 @@ export interface StartFlags {
   cpus?: string | undefined
   functions?: string | undefined
   token?: string | undefined
+  head?: boolean | undefined
+  join?: string | undefined
+  nodes?: string | undefined
+  secret?: string | undefined
+  resources?: string | undefined
 }
 
 function integerFlag(name: string, raw: string | undefined, min: number): number | undefined {
@@ -17,25 +32,109 @@ function integerFlag(name: string, raw: string | undefined, min: number): number
   return value
 }
 
+function resourcesFlag(raw: string | undefined): Record<string, number> | undefined {
+  if (raw === undefined) return undefined
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(raw)
+  } catch {
+    throw new Error(`--resources must be JSON such as '{"gpu":1}': ${raw}`)
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new Error('--resources must be a JSON object of numbers')
+  }
+  for (const [k, v] of Object.entries(parsed)) {
+    if (typeof v !== 'number' || !(v >= 0)) throw new Error(`--resources.${k} must be a non-negative number`)
+  }
+  return parsed as Record<string, number>
+}
+
+/** Resolves on the first SIGINT or SIGTERM, after `stop` has run. */
+function untilSignal(stop: () => Promise<void>): Promise<void> {
+  return new Promise((done) => {
+    const onSignal = (signal: string) => {
+      console.log(`magpie: ${signal}, stopping`)
+      stop().then(done, done)
+    }
+    process.once('SIGINT', () => onSignal('SIGINT'))
+    process.once('SIGTERM', () => onSignal('SIGTERM'))
+  })
+}
+
 export async function runStart(flags: StartFlags): Promise<number> {
   const port = integerFlag('port', flags.port, 0) ?? 8080
   if (port > 65535) throw new Error('--port must be at most 65535')
   const cpus = integerFlag('cpus', flags.cpus, 1)
+  const nodes = integerFlag('nodes', flags.nodes, 1)
+  const functionsDir = resolve(flags.functions ?? 'functions')
+  const host = flags.host ?? '127.0.0.1'
+  const secret = flags.secret ?? process.env.MAGPIE_CLUSTER_SECRET
+  const modes = [flags.head, flags.join !== undefined, nodes !== undefined].filter(Boolean).length
+  if (modes > 1) throw new Error('--head, --join and --nodes exclude each other')
+
+  if (flags.join !== undefined) {
+    if (!secret) throw new Error('--join needs the cluster secret: --secret or MAGPIE_CLUSTER_SECRET')
+    const bundleDir = await mkdtemp(join(tmpdir(), 'magpie-node-'))
+    const node = await startNodeProcess({
+      head: flags.join,
+      secret,
+      functionsDir,
+      bundleDir,
+      cpus,
+      resources: resourcesFlag(flags.resources),
+      host,
+      port: flags.port === undefined ? 0 : port,
+    })
+    console.log(`magpie node ${node.id} listening on ${node.address}, joined ${flags.join}`)
+    await untilSignal(async () => {
+      await node.stop()
+      await rm(bundleDir, { recursive: true, force: true })
+    })
+    return 0
+  }
+
+  if (flags.head || nodes !== undefined) {
+    const head = await startHead({ functionsDir, port, host, token: flags.token, secret })
+    console.log(`magpie listening on ${head.url}`)
+    const children: ChildProcess[] = []
+    if (nodes === undefined) {
+      console.log(`join with: MAGPIE_CLUSTER_SECRET=${head.secret} magpie start --join ${head.url}`)
+    } else {
+      // The same command that started this process: bin/magpie.mjs.
+      const bin = process.argv[1] as string
+      for (let i = 0; i < nodes; i++) {
+        const args = [bin, 'start', '--join', head.url, '--functions', functionsDir, '--host', host]
+        if (cpus !== undefined) args.push('--cpus', String(cpus))
+        children.push(
+          spawn(process.execPath, args, {
+            stdio: ['ignore', 'inherit', 'inherit'],
+            env: { ...process.env, MAGPIE_CLUSTER_SECRET: head.secret },
+          }),
+        )
+      }
+    }
+    await untilSignal(async () => {
+      await Promise.all(
+        children.map(async (child) => {
+          if (child.exitCode !== null || child.signalCode !== null) return
+          const exited = once(child, 'exit')
+          child.kill('SIGTERM')
+          await exited
+        }),
+      )
+      await head.close()
+    })
+    return 0
+  }
+
   const platform = await startPlatform({
-    functionsDir: resolve(flags.functions ?? 'functions'),
+    functionsDir,
     port,
-    host: flags.host ?? '127.0.0.1',
+    host,
     token: flags.token,
     ...(cpus === undefined ? {} : { cpus }),
   })
   console.log(`magpie listening on ${platform.url}`)
-  await new Promise<void>((done) => {
-    const stop = (signal: string) => {
-      console.log(`magpie: ${signal}, stopping`)
-      platform.close().then(done, done)
-    }
-    process.once('SIGINT', () => stop('SIGINT'))
-    process.once('SIGTERM', () => stop('SIGTERM'))
-  })
+  await untilSignal(() => platform.close())
   return 0
 }

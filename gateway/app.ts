@@ -21,6 +21,8 @@ export interface GatewayAppOptions {
   maxBodyBytes?: number
   /** Token every /v1 call must carry, if set. */
   token?: string | undefined
+  /** The head's routes for its nodes, mounted under /internal. */
+  internal?: Hono | undefined
 }
 
 export const DEFAULT_MAX_BODY = 64 * 1024 * 1024
@@ -56,6 +58,7 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
   app.use('/v1/*', limitBody(maxBodyBytes))
   if (options.token) app.use('/v1/*', bearerToken(options.token))
 
+  if (options.internal) app.route('/internal', options.internal)
   app.route('/', healthRoutes(options.backend))
   app.route('/v1', functionRoutes(options.backend, options.functions))
   app.route('/v1', objectRoutes(options.backend))

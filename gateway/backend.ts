@@ -6,11 +6,12 @@
 import type { LocalNode, NodeStats, TaskSpec } from '../node/node.ts'
 import type { ObjectEntry } from '../node/store/object-store.ts'
 import type { EncodedValue } from '../sdk/codec.ts'
+import { MagpieError } from '../sdk/errors.ts'
 
 export interface NodeInfo extends Omit<NodeStats, 'steals'> {
   id: string
   address: string
-  state: 'alive' | 'dead'
+  state: 'alive' | 'leaving' | 'dead'
   resources: Record<string, number>
   steals: { in: number; out: number }
 }
@@ -19,7 +20,9 @@ export interface Backend {
   /** Starts a call; false if an object with its id exists already (nothing runs). */
   submit(spec: TaskSpec): boolean
   /** Stores a value; false if the id is taken. */
-  put(id: string, value: EncodedValue, ttlMs?: number): boolean
+  put(id: string, value: EncodedValue, ttlMs?: number): Promise<boolean>
+  /** The value of a ready object, wherever it is stored. */
+  readValue(entry: ObjectEntry): Promise<EncodedValue>
   /** An object's entry, refreshing its lifetime. */
   lookup(id: string): ObjectEntry | undefined
   whenSettled(id: string, timeoutMs: number): Promise<ObjectEntry | undefined>
@@ -40,7 +43,12 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
   })
   return {
     submit: (spec) => node.submit(spec),
-    put: (id, value, ttlMs) => node.store.put(id, value, ttlMs),
+    put: async (id, value, ttlMs) => node.store.put(id, value, ttlMs),
+    readValue: async (entry) => {
+      if (!entry.value)
+        throw new MagpieError(`object ${entry.id} is no longer stored`, { code: 'OBJECT_LOST' })
+      return entry.value
+    },
     lookup: (id) => node.store.lookup(id),
     whenSettled: (id, timeoutMs) => node.store.whenSettled(id, timeoutMs),
     onSettled: (id, listener) => node.store.onSettled(id, listener),

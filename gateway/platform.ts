@@ -3,13 +3,12 @@
  * serving every function folder of a directory. `magpie start` runs this.
  */
 import { mkdtemp, rm } from 'node:fs/promises'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { serve } from '@hono/node-server'
 import { LocalNode } from '../node/node.ts'
 import { createGatewayApp } from './app.ts'
 import { localBackend } from './backend.ts'
+import { listen } from './listen.ts'
 import { FunctionRegistry } from './registry/registry.ts'
 
 export interface PlatformOptions {
@@ -35,7 +34,7 @@ export interface Platform {
   close(): Promise<void>
 }
 
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1'])
+export const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1'])
 
 export async function startPlatform(options: PlatformOptions): Promise<Platform> {
   const host = options.host ?? '127.0.0.1'
@@ -60,24 +59,16 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     token: options.token,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })
-  const server = serve({ fetch: app.fetch, port: options.port ?? 8080, hostname: host })
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve)
-    server.once('error', reject)
-  })
+  const server = await listen(app.fetch, options.port ?? 8080, host)
   await node.ready()
-  const port = (server.address() as AddressInfo).port
-  url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  url = server.url
   let closed: Promise<void> | undefined
   return {
     url,
-    port,
+    port: server.port,
     close() {
       closed ??= (async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve())
-          ;(server as { closeAllConnections?: () => void }).closeAllConnections?.()
-        })
+        await server.close()
         await node.close()
         await rm(stateDir, { recursive: true, force: true })
       })()

@@ -3,6 +3,7 @@ import type { Context } from 'hono'
 import type { ObjectEntry } from '../node/store/object-store.ts'
 import { BYTES_TYPE, JSON_TYPE } from '../sdk/codec.ts'
 import { ERROR_STATUS, ObjectNotFoundError, type SerializedError } from '../sdk/errors.ts'
+import type { Backend } from './backend.ts'
 
 export const ID_HEADER = 'X-Magpie-Object-Id'
 
@@ -20,12 +21,16 @@ export function pendingResponse(c: Context, id: string, status: string): Respons
 }
 
 /** The value (200), the error, or the status (202) of an object; 404 if it is gone. */
-export function objectResponse(c: Context, id: string, entry: ObjectEntry | undefined): Response {
+export async function objectResponse(
+  c: Context,
+  id: string,
+  entry: ObjectEntry | undefined,
+  backend: Pick<Backend, 'readValue'>,
+): Promise<Response> {
   if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
   switch (entry.status) {
     case 'ready': {
-      const value = entry.value
-      if (!value) throw new ObjectNotFoundError(`no object ${id}`)
+      const value = entry.value ?? (await backend.readValue(entry))
       if (value.kind === 'json') {
         return new Response(value.text, {
           status: 200,

@@ -6,7 +6,7 @@
  */
 import { availableParallelism, totalmem } from 'node:os'
 import type { EncodedValue } from '../sdk/codec.ts'
-import { FunctionNotFoundError, type SerializedError } from '../sdk/errors.ts'
+import { FunctionNotFoundError, type SerializedError, serializeError } from '../sdk/errors.ts'
 import type { CallOptions } from '../sdk/types.ts'
 import { NodeCounters } from './node-counters.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
@@ -32,6 +32,11 @@ export interface NodeOptions {
   ttlS?: number
   /** Tasks handed to a worker beyond its CPU slot, so it never waits for the next (default 1). */
   prefetch?: number
+  /**
+   * Fetches an argument this node does not hold from the node at `at`; the
+   * copy is kept, so that each object crosses to a node at most once.
+   */
+  fetchRemote?: (id: string, at: string) => Promise<EncodedValue>
 }
 
 export type { TaskSpec } from './task.ts'
@@ -69,6 +74,7 @@ export class LocalNode {
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
   readonly #counters = new NodeCounters()
+  readonly #fetchRemote: NodeOptions['fetchRemote']
   readonly #capacity: number
   readonly #ttlMs: number
   #dispatchQueued = false
@@ -87,6 +93,7 @@ export class LocalNode {
     this.#capacity = 1 + prefetch
     this.#ttlMs = ttlS * 1000
     this.#functions = options.functions
+    this.#fetchRemote = options.fetchRemote
     this.#scheduler = new WorkScheduler<Task>(cpus)
     this.store = new ObjectStore({
       maxBytes: options.objectStoreMemory ?? Math.floor(totalmem() * 0.3),
@@ -143,6 +150,10 @@ export class LocalNode {
     }
     let failed = false
     for (const id of refs) {
+      const at = task.args.find((a) => a.kind === 'ref' && a.id === id && a.at) as { at?: string } | undefined
+      if (at?.at && !this.store.has(id) && this.#fetchRemote) {
+        this.#fetchCopy(id, at.at)
+      }
       this.store.onSettled(id, (entry) => {
         if (failed) return
         const problem = argumentProblem(id, entry)
@@ -154,6 +165,21 @@ export class LocalNode {
         }
       })
     }
+  }
+
+  /** Starts fetching a copy of a remote object; its entry is pending meanwhile, so tasks wait for it. */
+  #fetchCopy(id: string, at: string): void {
+    if (!this.#fetchRemote || !this.store.create(id, null)) return
+    this.#fetchRemote(id, at).then(
+      (value) => this.store.settle(id, { value }),
+      (err: unknown) =>
+        this.store.settle(id, {
+          error:
+            err instanceof Error && 'code' in err
+              ? serializeError(err)
+              : { code: 'OBJECT_LOST', message: String(err) },
+        }),
+    )
   }
 
   #enqueue(task: Task): void {
@@ -417,6 +443,17 @@ export class LocalNode {
     const replacement = this.#spawn(worker.index)
     this.#workers[worker.index] = replacement
     replacement.online.then(() => this.#queueDispatch())
+  }
+
+  /**
+   * Takes back every queued call that has not started and matches `match`
+   * (as a node leaving its cluster hands them back): their objects are
+   * forgotten here, so that the owner can place them elsewhere.
+   */
+  takeBackQueued(match: (id: string) => boolean): string[] {
+    const tasks = this.#scheduler.removeWhere((t) => match(t.id))
+    for (const t of tasks) this.store.delete(t.id)
+    return tasks.map((t) => t.id)
   }
 
   /** Frees an object; a queued task making it is dropped. */

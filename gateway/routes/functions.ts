@@ -26,7 +26,7 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
     const wait = waitParam(c)
     const { args, options } = await readCall(c, (ref) => backend.lookup(ref) !== undefined)
     backend.submit({ id, fn: name, args, options })
-    if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000))
+    if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000), backend)
     return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
   })
 

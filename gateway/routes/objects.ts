@@ -17,7 +17,7 @@ export function objectRoutes(backend: Backend): Hono {
     const ttl = c.req.query('ttlS')
     const ttlMs = ttl === undefined ? undefined : positiveSeconds(ttl) * 1000
     const value = await readValue(c)
-    backend.put(id, value, ttlMs)
+    await backend.put(id, value, ttlMs)
     c.header('Location', `/v1/objects/${id}`)
     return c.json({ id }, 201)
   })
@@ -27,14 +27,14 @@ export function objectRoutes(backend: Backend): Hono {
     const wait = waitParam(c)
     if (!backend.lookup(id)) throw new ObjectNotFoundError(`no object ${id}`)
     const entry = wait === undefined ? backend.lookup(id) : await backend.whenSettled(id, wait * 1000)
-    return objectResponse(c, id, entry)
+    return objectResponse(c, id, entry, backend)
   })
 
   app.get('/objects/:id/meta', (c) => {
     const id = checkId(c.req.param('id'))
     const entry = backend.lookup(id)
     if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
-    const node = backend.nodes()[0]?.id ?? null
+    const node = entry.node ?? backend.nodes()[0]?.id ?? null
     return c.json({
       id,
       status: entry.status,
@@ -139,10 +139,11 @@ function settledLine(id: string, entry: ObjectEntry | undefined): string {
   if (!entry) {
     return `${head}"gone","error":${JSON.stringify({ code: 'OBJECT_NOT_FOUND', message: `no object ${id}` })}}\n`
   }
-  if (entry.status === 'ready' && entry.value) {
-    return entry.value.kind === 'json'
+  if (entry.status === 'ready') {
+    // JSON at hand goes inline; bytes, and values held on another node, are read with GET.
+    return entry.value?.kind === 'json'
       ? `${head}"ready","value":${entry.value.text}}\n`
-      : `${head}"ready","contentType":"${BYTES_TYPE}","size":${entry.size}}\n`
+      : `${head}"ready","contentType":"${entry.contentType ?? BYTES_TYPE}","size":${entry.size}}\n`
   }
   const error = entry.error ?? { code: 'TASK_CANCELLED', message: `object ${id} was cancelled` }
   return `${head}${JSON.stringify(entry.status)},"error":${JSON.stringify(error)}}\n`

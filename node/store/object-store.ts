@@ -21,6 +21,8 @@ export interface ObjectEntry {
   attempts: number
   readonly createdAt: number
   ttlMs: number
+  /** The node that holds the value, where another process does. */
+  node?: string
 }
 
 export interface ObjectStoreOptions {
@@ -109,10 +111,17 @@ export class ObjectStore {
     return true
   }
 
-  /** Finishes an object with its value or error; wakes whoever waits for it. */
+  /**
+   * Finishes an object with its value or error; wakes whoever waits for it.
+   * `elsewhere` records an object that is ready but stored on another node
+   * (a head's directory keeps only small values itself).
+   */
   settle(
     id: string,
-    outcome: { value: EncodedValue } | { error: SerializedError; cancelled?: boolean },
+    outcome:
+      | { value: EncodedValue }
+      | { elsewhere: { size: number; contentType: string } }
+      | { error: SerializedError; cancelled?: boolean },
   ): void {
     const entry = this.#unfinished.get(id)
     if (!entry) return // freed while it was computed
@@ -122,6 +131,10 @@ export class ObjectStore {
       entry.value = outcome.value
       entry.size = sizeOf(outcome.value)
       entry.contentType = contentTypeOf(outcome.value)
+    } else if ('elsewhere' in outcome) {
+      entry.status = 'ready'
+      entry.size = outcome.elsewhere.size
+      entry.contentType = outcome.elsewhere.contentType
     } else {
       entry.status = outcome.cancelled ? 'cancelled' : 'failed'
       entry.error = outcome.error

@@ -6,8 +6,11 @@ import type { EncodedValue } from '../../sdk/codec.ts'
 import type { SerializedError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 
-/** An argument as submitted: a value, or a top-level reference to resolve first. */
-export type TaskArg = EncodedValue | { kind: 'ref'; id: string }
+/**
+ * An argument as submitted: a value, or a top-level reference to resolve
+ * first (`at`: the address of the node that holds it, if it is elsewhere).
+ */
+export type TaskArg = EncodedValue | { kind: 'ref'; id: string; at?: string }
 
 /** A task handed to a worker: its arguments already resolved to values. */
 export interface RunTask {

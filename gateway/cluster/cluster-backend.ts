@@ -1,0 +1,256 @@
+/**
+ * The head's backend: places each call on a node, forwards it there in
+ * batches, and owns its result: a directory of every object a client made,
+ * with small values kept inline and the node that holds the rest. Results
+ * come back as nodes report them; calls on a node that dies are placed again.
+ */
+import { request } from 'undici'
+import { SECRET_HEADER, type WireCall } from '../../node/cluster/internal-api.ts'
+import { fetchObject, INLINE_MAX, type Settled } from '../../node/cluster/node-process.ts'
+import type { TaskSpec } from '../../node/node.ts'
+import { type ObjectEntry, ObjectStore } from '../../node/store/object-store.ts'
+import type { TaskArg } from '../../node/worker/messages.ts'
+import { asBuffer } from '../../node/worker/shared-bytes.ts'
+import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../../sdk/codec.ts'
+import { MagpieError } from '../../sdk/errors.ts'
+import type { CallOptions } from '../../sdk/types.ts'
+import type { Backend, NodeInfo } from '../backend.ts'
+import { capable, place } from './placement.ts'
+import type { ClusterNode, NodeRegistry } from './registry.ts'
+
+export interface ClusterBackendOptions {
+  registry: NodeRegistry
+  secret: string
+  /** The config of a deployed function, for placement and retries. */
+  config(fn: string): CallOptions | undefined
+  ttlMs?: number
+}
+
+interface Placed {
+  spec: TaskSpec
+  node: string
+  attempts: number
+  maxRetries: number
+}
+
+export interface ClusterBackend extends Backend {
+  /** Results reported by a node. */
+  settled(nodeId: string, objects: Settled[]): void
+  /** Calls a leaving node hands back, to place elsewhere. */
+  handBack(nodeId: string, ids: string[]): void
+  /** Places again what was running on a dead node. */
+  nodeDied(node: ClusterNode): void
+}
+
+export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
+  const { registry, secret } = options
+  const directory = new ObjectStore({ maxBytes: 256 * 1024 * 1024, ttlMs: options.ttlMs ?? 3600_000 })
+  const placed = new Map<string, Placed>()
+  const outboxes = new Map<string, WireCall[]>()
+
+  const addressOf = (nodeId: string | undefined) => (nodeId ? registry.get(nodeId)?.address : undefined)
+
+  function wireArgs(args: TaskArg[], target: ClusterNode): TaskArg[] {
+    return args.map((arg) => {
+      if (arg.kind !== 'ref') return arg
+      const entry = directory.lookup(arg.id)
+      if (entry?.status === 'ready' && entry.value?.kind === 'json') return entry.value
+      if (!entry?.node || entry.node === target.id) return { kind: 'ref', id: arg.id }
+      const at = addressOf(entry.node)
+      return at ? { kind: 'ref', id: arg.id, at } : { kind: 'ref', id: arg.id }
+    })
+  }
+
+  function forward(node: ClusterNode, call: WireCall): void {
+    let outbox = outboxes.get(node.id)
+    if (!outbox) {
+      outbox = []
+      outboxes.set(node.id, outbox)
+      setImmediate(() => {
+        const batch = outboxes.get(node.id) ?? []
+        outboxes.delete(node.id)
+        send(node, batch)
+      })
+    }
+    outbox.push(call)
+  }
+
+  function send(node: ClusterNode, batch: WireCall[]): void {
+    request(`${node.address}/internal/tasks`, {
+      method: 'POST',
+      headers: { [SECRET_HEADER]: secret, 'content-type': JSON_TYPE },
+      body: JSON.stringify(batch),
+    })
+      .then(async (response) => {
+        await response.body.dump()
+        if (response.statusCode >= 400) throw new Error(`node ${node.id} answered ${response.statusCode}`)
+      })
+      .catch(() => {
+        // The node cannot take calls: treat it as gone, and place its calls again.
+        registry.markDead(node.id)
+      })
+  }
+
+  /** Places a call (again) and forwards it; false if no live node could run it. */
+  function dispatch(job: Placed): boolean {
+    const nodes = capable(registry.alive(), job.spec.options)
+    const node = place(nodes, (n) => argumentBytesOn(job.spec, n))
+    if (!node) return false
+    job.node = node.id
+    node.placedSinceBeat += 1
+    const entry = directory.lookup(job.spec.id)
+    if (entry) entry.node = node.id
+    forward(node, {
+      id: job.spec.id,
+      fn: job.spec.fn,
+      args: wireArgs(job.spec.args, node),
+      options: job.spec.options,
+    })
+    return true
+  }
+
+  function argumentBytesOn(spec: TaskSpec, node: ClusterNode): number {
+    let bytes = 0
+    for (const arg of spec.args) {
+      if (arg.kind !== 'ref') continue
+      const entry = directory.lookup(arg.id)
+      if (entry?.node === node.id && !entry.value) bytes += entry.size
+    }
+    return bytes
+  }
+
+  function fail(id: string, code: 'WORKER_CRASHED' | 'NO_CAPACITY', message: string, attempts: number): void {
+    placed.delete(id)
+    directory.settle(id, { error: { code, message, attempts } })
+  }
+
+  const backend: ClusterBackend = {
+    submit(spec) {
+      const options = { ...options_(spec.fn), ...spec.options }
+      if (capable(registry.alive(), options).length === 0) {
+        throw new MagpieError(`no live node can run ${spec.fn} (cpus or resources)`, { code: 'NO_CAPACITY' })
+      }
+      const ttlMs = options.ttlS === undefined ? undefined : options.ttlS * 1000
+      if (!directory.create(spec.id, spec.fn, ttlMs)) return false
+      const job: Placed = {
+        spec: { ...spec, options },
+        node: '',
+        attempts: 1,
+        maxRetries: options.maxRetries ?? 3,
+      }
+      placed.set(spec.id, job)
+      dispatch(job)
+      return true
+    },
+
+    async put(id, value, ttlMs) {
+      if (directory.has(id)) return false
+      const node = place(registry.alive(), () => 0)
+      if (!node) throw new MagpieError('no live node to store the object on', { code: 'NO_CAPACITY' })
+      const inline = value.kind === 'json' && value.text.length <= INLINE_MAX
+      const response = await request(
+        `${node.address}/internal/objects/${id}${ttlMs ? `?ttlMs=${ttlMs}` : ''}`,
+        {
+          method: 'PUT',
+          headers: {
+            [SECRET_HEADER]: secret,
+            'content-type': value.kind === 'json' ? JSON_TYPE : BYTES_TYPE,
+          },
+          body: value.kind === 'json' ? value.text : asBuffer(value.bytes),
+        },
+      )
+      await response.body.dump()
+      if (response.statusCode >= 400) throw new MagpieError(`node ${node.id} refused the object`)
+      if (!directory.create(id, null, ttlMs)) return false
+      const entry = directory.lookup(id) as ObjectEntry
+      entry.node = node.id
+      if (inline) directory.settle(id, { value })
+      else
+        directory.settle(id, {
+          elsewhere: {
+            size: value.kind === 'json' ? value.text.length : value.bytes.byteLength,
+            contentType: value.kind === 'json' ? JSON_TYPE : BYTES_TYPE,
+          },
+        })
+      return true
+    },
+
+    lookup: (id) => directory.lookup(id),
+    whenSettled: (id, timeoutMs) => directory.whenSettled(id, timeoutMs),
+    onSettled: (id, listener) => directory.onSettled(id, listener),
+    waitAny: (ids, count, timeoutMs) => directory.waitAny(ids, count, timeoutMs),
+
+    async readValue(entry: ObjectEntry): Promise<EncodedValue> {
+      if (entry.value) return entry.value
+      const at = addressOf(entry.node)
+      if (!at) throw new MagpieError(`object ${entry.id} was on a node that is gone`, { code: 'OBJECT_LOST' })
+      return fetchObject(entry.id, at, secret)
+    },
+
+    delete(id) {
+      const entry = directory.lookup(id)
+      if (!directory.delete(id)) return false
+      placed.delete(id)
+      const at = addressOf(entry?.node)
+      if (at) {
+        request(`${at}/internal/objects/${id}`, { method: 'DELETE', headers: { [SECRET_HEADER]: secret } })
+          .then((r) => r.body.dump())
+          .catch(() => {})
+      }
+      return true
+    },
+
+    nodes(): NodeInfo[] {
+      return registry.list().map((n) => ({
+        ...n.stats,
+        id: n.id,
+        address: n.address,
+        state: n.state,
+        cpus: n.cpus,
+        resources: n.resources,
+        steals: { in: n.stats.steals, out: 0 },
+      }))
+    },
+
+    ready: () => registry.alive().length > 0,
+
+    settled(_nodeId, objects) {
+      for (const o of objects) {
+        const job = placed.get(o.id)
+        placed.delete(o.id)
+        const entry = directory.lookup(o.id)
+        if (entry) entry.attempts = job ? job.attempts : o.attempts
+        if (o.status === 'ready') {
+          if (o.value !== undefined) directory.settle(o.id, { value: { kind: 'json', text: o.value } })
+          else
+            directory.settle(o.id, { elsewhere: { size: o.size, contentType: o.contentType ?? BYTES_TYPE } })
+        } else if (o.error) {
+          directory.settle(o.id, { error: o.error, cancelled: o.status === 'cancelled' })
+        }
+      }
+    },
+
+    handBack(_nodeId, ids) {
+      for (const id of ids) {
+        const job = placed.get(id)
+        if (job && !dispatch(job)) fail(id, 'NO_CAPACITY', 'no live node is left to run it', job.attempts)
+      }
+    },
+
+    nodeDied(node) {
+      for (const [id, job] of placed) {
+        if (job.node !== node.id) continue
+        if (job.attempts > job.maxRetries) {
+          fail(id, 'WORKER_CRASHED', `node ${node.id} died while running it`, job.attempts)
+          continue
+        }
+        job.attempts += 1
+        if (!dispatch(job)) fail(id, 'NO_CAPACITY', 'no live node is left to run it', job.attempts)
+      }
+    },
+  }
+  function options_(fn: string): CallOptions {
+    return options.config(fn) ?? {}
+  }
+  return backend
+}

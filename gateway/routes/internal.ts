@@ -1,0 +1,56 @@
+/** The head's internal routes, for its nodes: register, heartbeat, leave, report results. Cluster secret required. */
+import { Hono } from 'hono'
+import { SECRET_HEADER } from '../../node/cluster/internal-api.ts'
+import type { Settled } from '../../node/cluster/node-process.ts'
+import type { NodeStats } from '../../node/node.ts'
+import { BadRequestError, MagpieError, NotFoundError } from '../../sdk/errors.ts'
+import type { ClusterBackend } from '../cluster/cluster-backend.ts'
+import type { NodeRegistry } from '../cluster/registry.ts'
+
+export function internalRoutes(registry: NodeRegistry, backend: ClusterBackend, secret: string): Hono {
+  const app = new Hono()
+  app.use('*', async function requireClusterSecret(c, next) {
+    if (c.req.header(SECRET_HEADER) !== secret) {
+      throw new MagpieError('the cluster secret is missing or wrong', { code: 'FORBIDDEN' })
+    }
+    await next()
+  })
+
+  app.post('/nodes', async (c) => {
+    const body = (await c.req.json()) as { address?: unknown; cpus?: unknown; resources?: unknown }
+    if (typeof body.address !== 'string' || !/^https?:\/\//.test(body.address)) {
+      throw new BadRequestError('address must be an http URL')
+    }
+    if (!Number.isInteger(body.cpus) || (body.cpus as number) < 1)
+      throw new BadRequestError('cpus must be a positive integer')
+    const resources = (body.resources ?? {}) as Record<string, number>
+    const node = registry.register(body.address, body.cpus as number, resources)
+    return c.json({ id: node.id }, 201)
+  })
+
+  app.post('/nodes/:id/heartbeat', async (c) => {
+    if (!registry.heartbeat(c.req.param('id'), (await c.req.json()) as NodeStats)) {
+      throw new NotFoundError(`no live node ${c.req.param('id')}: register again`)
+    }
+    return c.body(null, 204)
+  })
+
+  app.post('/nodes/:id/leave', async (c) => {
+    const id = c.req.param('id')
+    const node = registry.get(id)
+    if (!node) throw new NotFoundError(`no node ${id}`)
+    node.state = 'leaving'
+    const { ids } = (await c.req.json()) as { ids?: string[] }
+    backend.handBack(id, Array.isArray(ids) ? ids : [])
+    return c.body(null, 204)
+  })
+
+  app.post('/settled', async (c) => {
+    const { node, objects } = (await c.req.json()) as { node: string; objects: Settled[] }
+    if (!Array.isArray(objects)) throw new BadRequestError('objects must be an array')
+    backend.settled(node, objects)
+    return c.body(null, 204)
+  })
+
+  return app
+}

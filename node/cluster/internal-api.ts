@@ -1,0 +1,127 @@
+/**
+ * A node's internal HTTP API, for its head and its peers: take calls, serve
+ * objects (bytes streamed as they are, not re-encoded), store and free them.
+ * Every route wants the cluster secret.
+ */
+import { Hono } from 'hono'
+import { BYTES_TYPE, type EncodedValue, isObjectId, JSON_TYPE } from '../../sdk/codec.ts'
+import {
+  BadRequestError,
+  ERROR_STATUS,
+  MagpieError,
+  ObjectNotFoundError,
+  serializeError,
+} from '../../sdk/errors.ts'
+import { type CallOptions, checkCallOptions } from '../../sdk/types.ts'
+import type { LocalNode } from '../node.ts'
+import { isSettled, type ObjectEntry } from '../store/object-store.ts'
+import type { TaskArg } from '../worker/messages.ts'
+import { toShared } from '../worker/shared-bytes.ts'
+
+export const SECRET_HEADER = 'x-magpie-secret'
+
+/** A call as the head sends it to a node. */
+export interface WireCall {
+  id: string
+  fn: string
+  args: TaskArg[]
+  options: CallOptions
+}
+
+export interface InternalApiOptions {
+  node: LocalNode
+  secret: string
+  /** Called for each call the head placed here, so that its result can be reported. */
+  onAccepted(id: string): void
+}
+
+function checkArgs(args: unknown): TaskArg[] {
+  if (!Array.isArray(args)) throw new BadRequestError('args must be an array')
+  return args.map((a: { kind?: unknown; text?: unknown; id?: unknown; at?: unknown }) => {
+    if (a?.kind === 'json' && typeof a.text === 'string') return { kind: 'json', text: a.text }
+    if (a?.kind === 'ref' && isObjectId(a.id)) {
+      return typeof a.at === 'string' ? { kind: 'ref', id: a.id, at: a.at } : { kind: 'ref', id: a.id }
+    }
+    throw new BadRequestError('each argument is {"kind": "json", "text"} or {"kind": "ref", "id", "at"?}')
+  })
+}
+
+/** The raw value of a ready object, or its error, or 202 while it is unfinished. */
+export function objectReply(id: string, entry: ObjectEntry | undefined): Response {
+  if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
+  if (entry.status === 'ready' && entry.value) {
+    const value = entry.value
+    return value.kind === 'json'
+      ? new Response(value.text, { headers: { 'content-type': JSON_TYPE } })
+      : new Response(new Uint8Array(value.bytes), { headers: { 'content-type': BYTES_TYPE } })
+  }
+  if (isSettled(entry)) {
+    const error = entry.error ?? { code: 'TASK_CANCELLED' as const, message: `object ${id} was cancelled` }
+    return Response.json({ error }, { status: ERROR_STATUS[error.code] })
+  }
+  return Response.json({ id, status: entry.status }, { status: 202 })
+}
+
+export function internalApi(options: InternalApiOptions): Hono {
+  const { node, secret } = options
+  const app = new Hono()
+  app.use('/internal/*', async function requireSecret(c, next) {
+    if (c.req.header(SECRET_HEADER) !== secret) {
+      throw new MagpieError('the cluster secret is missing or wrong', { code: 'FORBIDDEN' })
+    }
+    await next()
+  })
+
+  app.post('/internal/tasks', async (c) => {
+    const calls = (await c.req.json()) as WireCall[]
+    if (!Array.isArray(calls)) throw new BadRequestError('the body must be an array of calls')
+    const accepted: string[] = []
+    for (const call of calls) {
+      if (!isObjectId(call?.id) || typeof call.fn !== 'string')
+        throw new BadRequestError('each call needs an id and fn')
+      const spec = {
+        id: call.id,
+        fn: call.fn,
+        args: checkArgs(call.args),
+        options: checkCallOptions(call.options),
+      }
+      if (node.submit(spec)) accepted.push(call.id)
+      options.onAccepted(call.id)
+    }
+    return c.json({ accepted })
+  })
+
+  app.get('/internal/objects/:id', async (c) => {
+    const id = c.req.param('id')
+    const wait = Number(c.req.query('wait') ?? 0)
+    const entry =
+      wait > 0 ? await node.store.whenSettled(id, Math.min(wait, 60) * 1000) : node.store.lookup(id)
+    return objectReply(id, entry)
+  })
+
+  app.put('/internal/objects/:id', async (c) => {
+    const id = c.req.param('id')
+    if (!isObjectId(id)) throw new BadRequestError(`bad object id ${id}`)
+    const bytes = (c.req.header('content-type') ?? '').startsWith(BYTES_TYPE)
+    const value: EncodedValue = bytes
+      ? { kind: 'bytes', bytes: toShared(new Uint8Array(await c.req.arrayBuffer())) }
+      : { kind: 'json', text: await c.req.text() }
+    const ttl = Number(c.req.query('ttlMs'))
+    node.store.put(id, value, ttl > 0 ? ttl : undefined)
+    return c.body(null, 204)
+  })
+
+  app.delete('/internal/objects/:id', (c) => {
+    node.delete(c.req.param('id'))
+    return c.body(null, 204)
+  })
+
+  app.get('/internal/stats', (c) => c.json(node.stats()))
+
+  app.onError(function internalErrorHandler(err) {
+    const plain =
+      err instanceof MagpieError ? serializeError(err) : { code: 'INTERNAL' as const, message: err.message }
+    return Response.json({ error: plain }, { status: ERROR_STATUS[plain.code] ?? 500 })
+  })
+  return app
+}

@@ -1,0 +1,190 @@
+/**
+ * A node that joins a head: its local node behind the internal API, its
+ * registration and heartbeats, the results it reports to the head (the owner
+ * of the calls it placed here), and a clean leave that hands back queued calls.
+ */
+import { request } from 'undici'
+import { listen } from '../../gateway/listen.ts'
+import { FunctionRegistry } from '../../gateway/registry/registry.ts'
+import { BYTES_TYPE, type EncodedValue } from '../../sdk/codec.ts'
+import { errorFromBody } from '../../sdk/errors.ts'
+import { LocalNode } from '../node.ts'
+import type { ObjectEntry } from '../store/object-store.ts'
+import { toShared } from '../worker/shared-bytes.ts'
+import { internalApi, SECRET_HEADER } from './internal-api.ts'
+
+/** Results up to this size travel to the head inline; bigger ones stay here. */
+export const INLINE_MAX = 100 * 1024
+const HEARTBEAT_MS = 1000
+
+export interface NodeProcessOptions {
+  head: string
+  secret: string
+  functionsDir: string
+  bundleDir: string
+  cpus?: number | undefined
+  resources?: Record<string, number> | undefined
+  host?: string | undefined
+  port?: number | undefined
+}
+
+/** What a node reports to the head when a call it placed settles. */
+export interface Settled {
+  id: string
+  status: ObjectEntry['status']
+  size: number
+  contentType: string | null
+  attempts: number
+  error?: ObjectEntry['error']
+  /** The JSON text of a small result. */
+  value?: string
+}
+
+async function call(method: string, url: string, secret: string, body?: unknown) {
+  const response = await request(url, {
+    method: method as 'POST',
+    headers: { [SECRET_HEADER]: secret, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
+  const text = await response.body.text()
+  if (response.statusCode >= 400) throw errorFromBody(safeJson(text), response.statusCode)
+  return text === '' ? undefined : safeJson(text)
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+/** Reads an object from the node at `at`, waiting while it is unfinished. */
+export async function fetchObject(id: string, at: string, secret: string): Promise<EncodedValue> {
+  for (;;) {
+    const response = await request(`${at}/internal/objects/${id}?wait=60`, {
+      headers: { [SECRET_HEADER]: secret },
+    })
+    if (response.statusCode === 202) {
+      await response.body.dump()
+      continue
+    }
+    if (response.statusCode >= 400)
+      throw errorFromBody(safeJson(await response.body.text()), response.statusCode)
+    const type = String(response.headers['content-type'] ?? '')
+    if (type.startsWith(BYTES_TYPE)) {
+      const length = Number(response.headers['content-length'])
+      if (Number.isSafeInteger(length)) {
+        // Streamed straight into shared memory: one copy, from the socket.
+        const bytes = new Uint8Array(new SharedArrayBuffer(length))
+        let offset = 0
+        for await (const chunk of response.body as AsyncIterable<Buffer>) {
+          bytes.set(chunk, offset)
+          offset += chunk.byteLength
+        }
+        return { kind: 'bytes', bytes }
+      }
+      return { kind: 'bytes', bytes: toShared(new Uint8Array(await response.body.arrayBuffer())) }
+    }
+    return { kind: 'json', text: await response.body.text() }
+  }
+}
+
+export async function startNodeProcess(options: NodeProcessOptions) {
+  const head = options.head.replace(/\/+$/, '')
+  const { secret } = options
+  const functions = new FunctionRegistry({ bundleDir: options.bundleDir })
+  await functions.deployAll(options.functionsDir)
+  const node = new LocalNode({
+    functions,
+    ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
+    fetchRemote: (id, at) => fetchObject(id, at, secret),
+  })
+
+  /** Calls placed here by the head, not yet reported. */
+  const owned = new Set<string>()
+  let outbox: Settled[] = []
+  let flushQueued = false
+  let nodeId = ''
+  const flush = () => {
+    flushQueued = false
+    const batch = outbox
+    outbox = []
+    if (batch.length > 0)
+      call('POST', `${head}/internal/settled`, secret, { node: nodeId, objects: batch }).catch(() => {})
+  }
+  const report = (id: string, entry: ObjectEntry | undefined) => {
+    if (!owned.delete(id) || !entry) return
+    const settled: Settled = {
+      id,
+      status: entry.status,
+      size: entry.size,
+      contentType: entry.contentType,
+      attempts: entry.attempts,
+    }
+    if (entry.error) settled.error = entry.error
+    if (entry.value?.kind === 'json' && entry.size <= INLINE_MAX) settled.value = entry.value.text
+    outbox.push(settled)
+    if (!flushQueued) {
+      flushQueued = true
+      setImmediate(flush)
+    }
+  }
+
+  const app = internalApi({
+    node,
+    secret,
+    onAccepted: (id) => {
+      owned.add(id)
+      node.store.onSettled(id, (entry) => report(id, entry))
+    },
+  })
+  const server = await listen(app.fetch, options.port ?? 0, options.host ?? '127.0.0.1')
+  await node.ready()
+  const address = server.url
+
+  const register = async () => {
+    const answer = (await call('POST', `${head}/internal/nodes`, secret, {
+      address,
+      cpus: node.cpus,
+      resources: options.resources ?? {},
+    })) as { id: string }
+    nodeId = answer.id
+  }
+  await register()
+  const heartbeat = setInterval(() => {
+    call('POST', `${head}/internal/nodes/${nodeId}/heartbeat`, secret, node.stats()).catch(
+      (err: { code?: string }) => {
+        if (err?.code === 'NOT_FOUND') register().catch(() => {})
+      },
+    )
+  }, HEARTBEAT_MS)
+
+  let stopping: Promise<void> | undefined
+  return {
+    get id() {
+      return nodeId
+    },
+    address,
+    node,
+    /** Leaves the cluster: queued calls go back to the head, running ones finish, then everything stops. */
+    stop(): Promise<void> {
+      stopping ??= (async () => {
+        clearInterval(heartbeat)
+        const handedBack = node.takeBackQueued((id) => owned.has(id))
+        for (const id of handedBack) owned.delete(id)
+        await call('POST', `${head}/internal/nodes/${nodeId}/leave`, secret, { ids: handedBack }).catch(
+          () => {},
+        )
+        const deadline = Date.now() + 30_000
+        while (node.stats().running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+        flush()
+        await server.close()
+        await node.close()
+      })()
+      return stopping
+    },
+  }
+}
+
+export type NodeProcess = Awaited<ReturnType<typeof startNodeProcess>>
