@@ -51,6 +51,8 @@ export interface NodeStats {
   tasks: Record<string, { finished: number; failed: number }>
   /** Bytes passed between threads by copy and by shared memory. */
   threadBytes: { copied: number; shared: number }
+  /** Calls taken from other nodes, and given to them. */
+  stolen: { in: number; out: number }
 }
 
 /**
@@ -74,6 +76,7 @@ export class LocalNode {
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
   readonly #counters = new NodeCounters()
+  readonly #stolen = { in: 0, out: 0 }
   readonly #fetchRemote: NodeOptions['fetchRemote']
   readonly #capacity: number
   readonly #ttlMs: number
@@ -456,6 +459,29 @@ export class LocalNode {
     return tasks.map((t) => t.id)
   }
 
+  /**
+   * Gives up to `max` queued calls that have not started to another node,
+   * only those it `canRun`, first those taking an object in `holds` (the
+   * thief has it already).
+   */
+  giveAway(max: number, holds: ReadonlySet<string>, canRun: (task: Task) => boolean): Task[] {
+    const tasks = this.#scheduler.giveAway(
+      max,
+      (t) => t.args.some((a) => a.kind === 'ref' && holds.has(a.id)),
+      canRun,
+    )
+    this.#stolen.out += tasks.length
+    return tasks
+  }
+
+  /** Runs a call taken from another node; its object may already be known here as pending. */
+  runStolen(spec: TaskSpec): void {
+    this.#stolen.in += 1
+    const record = this.#functions.get(spec.fn)
+    if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
+    if (!this.submit(spec)) this.#whenArgsReady(makeTask(spec, record))
+  }
+
   /** Frees an object; a queued task making it is dropped. */
   delete(id: string): boolean {
     const existed = this.store.delete(id)
@@ -475,6 +501,7 @@ export class LocalNode {
       objects: { count: objects.count, bytes: objects.bytes, spilledBytes: 0 },
       tasks: this.#counters.outcomes(),
       threadBytes: this.#counters.threadBytes(),
+      stolen: { ...this.#stolen },
     }
   }
 

@@ -208,18 +208,22 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         state: n.state,
         cpus: n.cpus,
         resources: n.resources,
-        steals: { in: n.stats.steals, out: 0 },
+        steals: { in: n.stats.stolen?.in ?? 0, out: n.stats.stolen?.out ?? 0 },
       }))
     },
 
     ready: () => registry.alive().length > 0,
 
-    settled(_nodeId, objects) {
+    settled(nodeId, objects) {
       for (const o of objects) {
         const job = placed.get(o.id)
         placed.delete(o.id)
         const entry = directory.lookup(o.id)
-        if (entry) entry.attempts = job ? job.attempts : o.attempts
+        if (entry) {
+          entry.attempts = job ? job.attempts : o.attempts
+          // The node that ran it holds the value (a thief, if the call was stolen).
+          entry.node = nodeId
+        }
         if (o.status === 'ready') {
           if (o.value !== undefined) directory.settle(o.id, { value: { kind: 'json', text: o.value } })
           else

@@ -33,6 +33,7 @@ const EMPTY_STATS: NodeStats = {
   objects: { count: 0, bytes: 0, spilledBytes: 0 },
   tasks: {},
   threadBytes: { copied: 0, shared: 0 },
+  stolen: { in: 0, out: 0 },
 }
 
 export class NodeRegistry {

@@ -28,11 +28,17 @@ export function internalRoutes(registry: NodeRegistry, backend: ClusterBackend, 
     return c.json({ id: node.id }, 201)
   })
 
+  /** A heartbeat is answered with the other live nodes and their load: whom to steal from. */
   app.post('/nodes/:id/heartbeat', async (c) => {
-    if (!registry.heartbeat(c.req.param('id'), (await c.req.json()) as NodeStats)) {
-      throw new NotFoundError(`no live node ${c.req.param('id')}: register again`)
+    const id = c.req.param('id')
+    if (!registry.heartbeat(id, (await c.req.json()) as NodeStats)) {
+      throw new NotFoundError(`no live node ${id}: register again`)
     }
-    return c.body(null, 204)
+    const peers = registry
+      .alive()
+      .filter((n) => n.id !== id)
+      .map((n) => ({ id: n.id, address: n.address, queued: n.stats.queued, cpus: n.cpus }))
+    return c.json({ peers })
   })
 
   app.post('/nodes/:id/leave', async (c) => {

@@ -8,14 +8,16 @@ import { listen } from '../../gateway/listen.ts'
 import { FunctionRegistry } from '../../gateway/registry/registry.ts'
 import { BYTES_TYPE, type EncodedValue } from '../../sdk/codec.ts'
 import { errorFromBody } from '../../sdk/errors.ts'
+import type { CallOptions } from '../../sdk/types.ts'
 import { LocalNode } from '../node.ts'
 import type { ObjectEntry } from '../store/object-store.ts'
 import { toShared } from '../worker/shared-bytes.ts'
 import { internalApi, SECRET_HEADER } from './internal-api.ts'
+import { type Peer, type StolenCall, Thief } from './thief.ts'
 
 /** Results up to this size travel to the head inline; bigger ones stay here. */
 export const INLINE_MAX = 100 * 1024
-const HEARTBEAT_MS = 1000
+const HEARTBEAT_MS = 500
 
 export interface NodeProcessOptions {
   head: string
@@ -40,7 +42,26 @@ export interface Settled {
   value?: string
 }
 
-async function call(method: string, url: string, secret: string, body?: unknown) {
+/** Whether a node with these CPUs and resources could run a call with these options. */
+function canRun(options: CallOptions, cpus: number, resources: Record<string, number>): boolean {
+  if ((options.numCpus ?? 1) > cpus) return false
+  return Object.entries(options.resources ?? {}).every(([name, amount]) => (resources[name] ?? 0) >= amount)
+}
+
+function settledOf(id: string, entry: ObjectEntry): Settled {
+  const settled: Settled = {
+    id,
+    status: entry.status,
+    size: entry.size,
+    contentType: entry.contentType,
+    attempts: entry.attempts,
+  }
+  if (entry.error) settled.error = entry.error
+  if (entry.value?.kind === 'json' && entry.size <= INLINE_MAX) settled.value = entry.value.text
+  return settled
+}
+
+export async function call(method: string, url: string, secret: string, body?: unknown) {
   const response = await request(url, {
     method: method as 'POST',
     headers: { [SECRET_HEADER]: secret, 'content-type': 'application/json' },
@@ -131,13 +152,70 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     }
   }
 
-  const app = internalApi({
-    node,
-    secret,
-    onAccepted: (id) => {
-      owned.add(id)
-      node.store.onSettled(id, (entry) => report(id, entry))
-    },
+  /** Calls this node runs for another node (stolen from it), by id: where to report. */
+  const lenders = new Map<string, string>()
+  const peerOutboxes = new Map<string, Settled[]>()
+  const reportToPeer = (id: string, entry: ObjectEntry | undefined) => {
+    const lender = lenders.get(id)
+    lenders.delete(id)
+    if (!lender || !entry) return
+    let outbox = peerOutboxes.get(lender)
+    if (!outbox) {
+      outbox = []
+      peerOutboxes.set(lender, outbox)
+      setImmediate(() => {
+        const batch = peerOutboxes.get(lender) ?? []
+        peerOutboxes.delete(lender)
+        call('POST', `${lender}/internal/settled`, secret, { address, objects: batch }).catch(() => {})
+      })
+    }
+    outbox.push(settledOf(id, entry))
+  }
+  const acceptFromHead = (id: string) => {
+    owned.add(id)
+    node.store.onSettled(id, (entry) => report(id, entry))
+  }
+
+  const app = internalApi({ node, secret, onAccepted: acceptFromHead })
+
+  /** A peer with nothing to do takes up to half of the calls queued here. */
+  app.post('/internal/steal', async (c) => {
+    const thief = (await c.req.json()) as {
+      holds?: string[]
+      cpus?: number
+      resources?: Record<string, number>
+    }
+    const max = Math.ceil(node.stats().queued / 2)
+    const holds = new Set(Array.isArray(thief.holds) ? thief.holds : [])
+    const tasks = node.giveAway(max, holds, (t) => canRun(t.options, thief.cpus ?? 1, thief.resources ?? {}))
+    const calls = tasks.map((task): StolenCall => {
+      const fromHead = owned.delete(task.id)
+      // The head placed it here: it is the head's again. Made here: this node waits for its result.
+      if (fromHead) node.store.delete(task.id)
+      const args = task.args.map((a) =>
+        a.kind === 'ref' && !a.at && node.store.has(a.id)
+          ? { kind: 'ref' as const, id: a.id, at: address }
+          : a,
+      )
+      return { id: task.id, fn: task.fn, args, options: task.options, owner: fromHead ? 'head' : address }
+    })
+    return c.json({ calls })
+  })
+
+  /** Results of calls a peer stole from here. */
+  app.post('/internal/settled', async (c) => {
+    const { address: from, objects } = (await c.req.json()) as { address: string; objects: Settled[] }
+    for (const o of objects) {
+      if (o.status === 'ready' && o.value !== undefined)
+        node.store.settle(o.id, { value: { kind: 'json', text: o.value } })
+      else if (o.status === 'ready') {
+        fetchObject(o.id, from, secret).then(
+          (value) => node.store.settle(o.id, { value }),
+          (err: Error) => node.store.settle(o.id, { error: { code: 'OBJECT_LOST', message: err.message } }),
+        )
+      } else if (o.error) node.store.settle(o.id, { error: o.error, cancelled: o.status === 'cancelled' })
+    }
+    return c.body(null, 204)
   })
   const server = await listen(app.fetch, options.port ?? 0, options.host ?? '127.0.0.1')
   await node.ready()
@@ -152,8 +230,23 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     nodeId = answer.id
   }
   await register()
+  const thief = new Thief({
+    node,
+    secret,
+    resources: options.resources ?? {},
+    run: (stolen) => {
+      for (const call_ of stolen) {
+        if (call_.owner === 'head') acceptFromHead(call_.id)
+        else {
+          lenders.set(call_.id, call_.owner)
+          node.store.onSettled(call_.id, (entry) => reportToPeer(call_.id, entry))
+        }
+      }
+    },
+  })
   const heartbeat = setInterval(() => {
-    call('POST', `${head}/internal/nodes/${nodeId}/heartbeat`, secret, node.stats()).catch(
+    call('POST', `${head}/internal/nodes/${nodeId}/heartbeat`, secret, node.stats()).then(
+      (answer) => thief.setPeers((answer as { peers?: Peer[] } | undefined)?.peers ?? []),
       (err: { code?: string }) => {
         if (err?.code === 'NOT_FOUND') register().catch(() => {})
       },
@@ -171,6 +264,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     stop(): Promise<void> {
       stopping ??= (async () => {
         clearInterval(heartbeat)
+        thief.stop()
         const handedBack = node.takeBackQueued((id) => owned.has(id))
         for (const id of handedBack) owned.delete(id)
         await call('POST', `${head}/internal/nodes/${nodeId}/leave`, secret, { ids: handedBack }).catch(

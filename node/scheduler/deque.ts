@@ -64,12 +64,24 @@ export class RingDeque<T> implements TaskDeque<T> {
     return this.#length === 0 ? undefined : this.#items[(this.#head + this.#length - 1) & this.#mask]
   }
 
-  /** Removes and returns every item that matches, keeping the others in order. */
-  removeWhere(match: (item: T) => boolean): T[] {
+  /** Removes up to `limit` items that match, starting from the back (oldest work first). */
+  removeFromBack(match: (item: T) => boolean, limit: number): T[] {
+    const removed: T[] = []
+    const kept: T[] = []
+    while (removed.length < limit && this.#length > 0) {
+      const item = this.popBack() as T
+      ;(match(item) ? removed : kept).push(item)
+    }
+    for (let i = kept.length - 1; i >= 0; i--) this.pushBack(kept[i] as T)
+    return removed
+  }
+
+  /** Removes and returns the items that match (at most `limit`), keeping the others in order. */
+  removeWhere(match: (item: T) => boolean, limit = Number.POSITIVE_INFINITY): T[] {
     const kept: T[] = []
     const removed: T[] = []
     for (let item = this.popFront(); item !== undefined; item = this.popFront()) {
-      ;(match(item) ? removed : kept).push(item)
+      ;(removed.length < limit && match(item) ? removed : kept).push(item)
     }
     for (const item of kept) this.pushBack(item)
     return removed

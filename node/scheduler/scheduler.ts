@@ -65,6 +65,28 @@ export class WorkScheduler<T> {
     return stolen
   }
 
+  /**
+   * Gives up to `max` queued items to another node: first those `preferred`
+   * (whose big arguments the thief holds), then the oldest of the fullest deques.
+   */
+  giveAway(max: number, preferred: (item: T) => boolean, allowed: (item: T) => boolean = () => true): T[] {
+    const out: T[] = []
+    for (const deque of this.#deques) {
+      if (out.length >= max) break
+      out.push(...deque.removeWhere((t) => allowed(t) && preferred(t), max - out.length))
+    }
+    // Then the oldest work, from the back of each deque, fullest first.
+    const order = this.lengths()
+      .map((n, i) => [n, i] as const)
+      .sort((a, b) => b[0] - a[0])
+    for (const [, i] of order) {
+      if (out.length >= max) break
+      out.push(...this.#deck(i).removeFromBack(allowed, max - out.length))
+    }
+    this.#queued -= out.length
+    return out
+  }
+
   /** Removes queued work that matches (a freed result, a dead worker's share). */
   removeWhere(match: (item: T) => boolean): T[] {
     const removed = this.#deques.flatMap((d) => d.removeWhere(match))

@@ -231,6 +231,16 @@ export class ObjectStore {
     for (const listener of list) listener(entry)
   }
 
+  /** Ids of finished objects held here whose values are at least `minBytes`, at most `limit` of them. */
+  largest(minBytes: number, limit: number): string[] {
+    const ids: string[] = []
+    for (const [id, entry] of this.#finished.entries()) {
+      if (ids.length >= limit) break
+      if (entry.value && entry.size >= minBytes) ids.push(id)
+    }
+    return ids
+  }
+
   /** Counts for status pages and metrics. */
   stats(): { count: number; bytes: number; unfinished: number } {
     return {

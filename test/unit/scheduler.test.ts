@@ -55,3 +55,20 @@ describe('WorkScheduler', () => {
     expect(s.queued).toBe(1)
   })
 })
+
+describe('WorkScheduler.giveAway', () => {
+  it('gives the preferred work first, then the oldest, never what the thief cannot run', () => {
+    const s = new WorkScheduler<string>(2)
+    for (const t of ['a1', 'a2', 'gpu', 'a3']) s.push(t, 0)
+    s.push('b1', 1)
+    const given = s.giveAway(
+      3,
+      (t) => t === 'a3',
+      (t) => t !== 'gpu',
+    )
+    expect(given[0]).toBe('a3')
+    expect(given).toHaveLength(3)
+    expect(given).not.toContain('gpu')
+    expect(s.queued).toBe(2)
+  })
+})

@@ -1,0 +1,100 @@
+/**
+ * Stealing between nodes: a node with free CPU slots and nothing queued asks
+ * the busiest peer (by the load the head last reported) for work, telling it
+ * which big objects it holds already, and runs what it gets.
+ */
+import { request } from 'undici'
+import type { LocalNode } from '../node.ts'
+import type { WireCall } from './internal-api.ts'
+import { SECRET_HEADER } from './internal-api.ts'
+
+/** Another node, as the head reports it in a heartbeat's answer. */
+export interface Peer {
+  id: string
+  address: string
+  queued: number
+  cpus: number
+}
+
+/** A stolen call, and to whom its result goes: 'head', or the address of the node that made it. */
+export interface StolenCall extends WireCall {
+  owner: string
+}
+
+export interface ThiefOptions {
+  node: LocalNode
+  secret: string
+  /** Called with the calls just taken, before they run, to route their results. */
+  run(calls: StolenCall[]): void
+  /** How often an idle node looks for work, in ms (default 20). */
+  everyMs?: number
+  /** This node's custom resources: it takes only calls it can run. */
+  resources: Record<string, number>
+}
+
+/** Objects of at least this size are worth running next to. */
+const BIG_OBJECT = 64 * 1024
+
+export class Thief {
+  readonly #options: ThiefOptions
+  readonly #timer: ReturnType<typeof setInterval>
+  #peers: Peer[] = []
+  #busy = false
+
+  constructor(options: ThiefOptions) {
+    this.#options = options
+    this.#timer = setInterval(() => this.#tick(), options.everyMs ?? 20)
+    this.#timer.unref()
+  }
+
+  setPeers(peers: Peer[]): void {
+    this.#peers = peers
+  }
+
+  #tick(): void {
+    const { node } = this.#options
+    if (this.#busy) return
+    const stats = node.stats()
+    if (stats.queued > 0 || stats.running >= node.cpus) return
+    const victims = this.#peers.filter((p) => p.queued > 0).sort((a, b) => b.queued - a.queued)
+    const victim = victims[0]
+    if (!victim) return
+    this.#busy = true
+    this.#steal(victim).finally(() => {
+      this.#busy = false
+    })
+  }
+
+  async #steal(victim: Peer): Promise<void> {
+    const { node, secret } = this.#options
+    try {
+      const response = await request(`${victim.address}/internal/steal`, {
+        method: 'POST',
+        headers: { [SECRET_HEADER]: secret, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          holds: node.store.largest(BIG_OBJECT, 256),
+          cpus: node.cpus,
+          resources: this.#options.resources,
+        }),
+      })
+      if (response.statusCode !== 200) {
+        await response.body.dump()
+        return
+      }
+      const { calls } = (await response.body.json()) as { calls: StolenCall[] }
+      if (calls.length === 0) {
+        // Its queue emptied since the head last heard: do not ask again before the next report.
+        victim.queued = 0
+        return
+      }
+      for (const c of calls) node.runStolen({ id: c.id, fn: c.fn, args: c.args, options: c.options })
+      this.#options.run(calls)
+    } catch {
+      victim.queued = 0
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.#timer)
+  }
+}
