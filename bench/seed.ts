@@ -3,6 +3,7 @@
  * optionally the Dask anchor in the same invocation.
  *
  *   npm run bench:seed -- --scale 4 [--cpus 2] [--driver nested|sdk] [--compare-dask]
+ *   npm run bench:seed -- --nodes 3 --cpus-per-node 1 --scale 1   (a head and 3 node processes)
  *
  * The platform runs as `magpie start` in its own process and is warmed up
  * first (bundles loaded, burn loops calibrated), as the workload asks: the
@@ -23,6 +24,8 @@ const { values } = parseArgs({
   options: {
     scale: { type: 'string', default: '1' },
     cpus: { type: 'string', default: String(availableParallelism()) },
+    nodes: { type: 'string' },
+    'cpus-per-node': { type: 'string', default: '1' },
     driver: { type: 'string', default: 'nested' },
     'compare-dask': { type: 'boolean', default: false },
     'dask-script': { type: 'string', default: resolve(ROOT, '../shared/anchors/dask_seed_pipeline.py') },
@@ -30,7 +33,13 @@ const { values } = parseArgs({
   },
 })
 const scale = Number(values.scale)
-const cpus = Number(values.cpus)
+const nodes = values.nodes === undefined ? undefined : Number(values.nodes)
+if (nodes !== undefined && (!Number.isInteger(nodes) || nodes < 1))
+  throw new Error('--nodes must be a positive integer')
+const cpusPerNode = Number(values['cpus-per-node'])
+/** Worker threads in all, and P: the cores they can use. */
+const workers = nodes === undefined ? Number(values.cpus) : nodes * cpusPerNode
+const cpus = Math.min(workers, availableParallelism())
 if (!(scale > 0)) throw new Error('--scale must be a positive number')
 if (!Number.isInteger(cpus) || cpus < 1) throw new Error('--cpus must be a positive integer')
 if (values.driver !== 'nested' && values.driver !== 'sdk') throw new Error('--driver must be nested or sdk')
@@ -70,7 +79,17 @@ async function counters(url: string) {
     copied: await readCounter(url, 'magpie_thread_bytes_total', { how: 'copied' }),
     shared: await readCounter(url, 'magpie_thread_bytes_total', { how: 'shared' }),
     steals: await readCounter(url, 'magpie_steals_total'),
+    moved: await readCounter(url, 'magpie_node_fetch_bytes_total'),
   }
+}
+
+async function untilNodes(url: string, count: number): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    const list = (await (await fetch(`${url}/v1/nodes`)).json()) as Array<{ state: string }>
+    if (list.filter((n) => n.state === 'alive').length >= count) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`${count} nodes did not join in time`)
 }
 
 function digest(rows: Row[]): string {
@@ -83,7 +102,12 @@ function digest(rows: Row[]): string {
 
 async function runMagpie() {
   const bootStart = performance.now()
-  const platform = await startPlatformProcess(['--cpus', String(cpus)])
+  const platform = await startPlatformProcess(
+    nodes === undefined
+      ? ['--cpus', String(workers)]
+      : ['--nodes', String(nodes), '--cpus', String(cpusPerNode)],
+  )
+  if (nodes !== undefined) await untilNodes(platform.url, nodes)
   const mp = connect(platform.url)
   try {
     const run = values.driver === 'sdk' ? sdkPipeline : nestedPipeline
@@ -91,16 +115,22 @@ async function runMagpie() {
     await run(mp, 1000)
     await run(mp, 1000)
     const bootS = (performance.now() - bootStart) / 1000
+    // Nodes report their counters with heartbeats: let the warm-up's arrive.
+    if (nodes !== undefined) await new Promise((r) => setTimeout(r, 1500))
     const before = await counters(platform.url)
     const t0 = performance.now()
     const answer = await run(mp, scale)
     const makespan = (performance.now() - t0) / 1000
+    // Nodes report their counters with heartbeats: let the last ones arrive.
+    if (nodes !== undefined) await new Promise((r) => setTimeout(r, 1500))
     const after = await counters(platform.url)
     const ideal = totalWorkMs(scale) / 1000 / cpus
     return {
       system: 'magpie',
       driver: values.driver,
-      workers: cpus,
+      ...(nodes === undefined ? {} : { nodes, cpus_per_node: cpusPerNode }),
+      workers,
+      cores_counted: cpus,
       scale,
       boot_s: round(bootS),
       makespan_s: round(makespan),
@@ -112,6 +142,7 @@ async function runMagpie() {
       bytes_copied_between_threads: after.copied - before.copied,
       bytes_shared_between_threads: after.shared - before.shared,
       steals: after.steals - before.steals,
+      ...(nodes === undefined ? {} : { bytes_moved_between_nodes: after.moved - before.moved }),
     }
   } finally {
     await mp.close()

@@ -47,6 +47,16 @@ export function createMetrics(backend: Backend): Registry {
       for (const node of nodes()) this.inc({ node: node.id }, node.steals.in)
     },
   })
+  new Counter({
+    name: 'magpie_node_fetch_bytes_total',
+    help: 'Bytes of objects a node copied from other nodes.',
+    labelNames: ['node'] as const,
+    registers: [registry],
+    collect() {
+      this.reset()
+      for (const node of nodes()) this.inc({ node: node.id }, node.fetched?.bytes ?? 0)
+    },
+  })
   const gauge = (name: string, help: string, read: (n: ReturnType<typeof nodes>[number]) => number) =>
     new Gauge({
       name,

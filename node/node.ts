@@ -5,7 +5,7 @@
  * handed work while they have room in their CPU slot, plus a little prefetch.
  */
 import { availableParallelism, totalmem } from 'node:os'
-import type { EncodedValue } from '../sdk/codec.ts'
+import { type EncodedValue, sizeOf } from '../sdk/codec.ts'
 import { FunctionNotFoundError, type SerializedError, serializeError } from '../sdk/errors.ts'
 import type { CallOptions } from '../sdk/types.ts'
 import { NodeCounters } from './node-counters.ts'
@@ -53,6 +53,8 @@ export interface NodeStats {
   threadBytes: { copied: number; shared: number }
   /** Calls taken from other nodes, and given to them. */
   stolen: { in: number; out: number }
+  /** Objects copied here from other nodes. */
+  fetched: { count: number; bytes: number }
 }
 
 /**
@@ -77,6 +79,7 @@ export class LocalNode {
   readonly #running = new Map<string, Task>()
   readonly #counters = new NodeCounters()
   readonly #stolen = { in: 0, out: 0 }
+  readonly #fetched = { count: 0, bytes: 0 }
   readonly #fetchRemote: NodeOptions['fetchRemote']
   readonly #capacity: number
   readonly #ttlMs: number
@@ -174,7 +177,11 @@ export class LocalNode {
   #fetchCopy(id: string, at: string): void {
     if (!this.#fetchRemote || !this.store.create(id, null)) return
     this.#fetchRemote(id, at).then(
-      (value) => this.store.settle(id, { value }),
+      (value) => {
+        this.#fetched.count += 1
+        this.#fetched.bytes += sizeOf(value)
+        this.store.settle(id, { value })
+      },
       (err: unknown) =>
         this.store.settle(id, {
           error:
@@ -502,6 +509,7 @@ export class LocalNode {
       tasks: this.#counters.outcomes(),
       threadBytes: this.#counters.threadBytes(),
       stolen: { ...this.#stolen },
+      fetched: { ...this.#fetched },
     }
   }
 

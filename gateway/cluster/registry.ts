@@ -34,6 +34,7 @@ const EMPTY_STATS: NodeStats = {
   tasks: {},
   threadBytes: { copied: 0, shared: 0 },
   stolen: { in: 0, out: 0 },
+  fetched: { count: 0, bytes: 0 },
 }
 
 export class NodeRegistry {

@@ -189,15 +189,20 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     const holds = new Set(Array.isArray(thief.holds) ? thief.holds : [])
     const tasks = node.giveAway(max, holds, (t) => canRun(t.options, thief.cpus ?? 1, thief.resources ?? {}))
     const calls = tasks.map((task): StolenCall => {
-      const fromHead = owned.delete(task.id)
-      // The head placed it here: it is the head's again. Made here: this node waits for its result.
-      if (fromHead) node.store.delete(task.id)
+      // The result goes to the call's owner straight, never through this node: the head
+      // if it placed the call, the node it was stolen from if it was, else this node.
+      const lender = lenders.get(task.id)
+      const owner = owned.delete(task.id) ? 'head' : (lender ?? address)
+      if (owner !== address) {
+        lenders.delete(task.id)
+        node.store.delete(task.id)
+      }
       const args = task.args.map((a) =>
         a.kind === 'ref' && !a.at && node.store.has(a.id)
           ? { kind: 'ref' as const, id: a.id, at: address }
           : a,
       )
-      return { id: task.id, fn: task.fn, args, options: task.options, owner: fromHead ? 'head' : address }
+      return { id: task.id, fn: task.fn, args, options: task.options, owner }
     })
     return c.json({ calls })
   })

@@ -32,6 +32,9 @@ export interface ThiefOptions {
   resources: Record<string, number>
 }
 
+/** How often an idle node asks a peer not known to be busy, in ms. */
+const PROBE_MS = 50
+
 /** Objects of at least this size are worth running next to. */
 const BIG_OBJECT = 64 * 1024
 
@@ -40,6 +43,7 @@ export class Thief {
   readonly #timer: ReturnType<typeof setInterval>
   #peers: Peer[] = []
   #busy = false
+  #lastProbe = 0
 
   constructor(options: ThiefOptions) {
     this.#options = options
@@ -56,9 +60,13 @@ export class Thief {
     if (this.#busy) return
     const stats = node.stats()
     if (stats.queued > 0 || stats.running >= node.cpus) return
-    const victims = this.#peers.filter((p) => p.queued > 0).sort((a, b) => b.queued - a.queued)
-    const victim = victims[0]
-    if (!victim) return
+    let victim = this.#peers.filter((p) => p.queued > 0).sort((a, b) => b.queued - a.queued)[0]
+    if (!victim) {
+      // Loads are as old as the last heartbeat: now and then ask a peer at random anyway.
+      if (this.#peers.length === 0 || Date.now() - this.#lastProbe < PROBE_MS) return
+      this.#lastProbe = Date.now()
+      victim = this.#peers[Math.floor(Math.random() * this.#peers.length)] as Peer
+    }
     this.#busy = true
     this.#steal(victim).finally(() => {
       this.#busy = false
