@@ -25,6 +25,8 @@ export interface Backend {
   readValue(entry: ObjectEntry): Promise<EncodedValue>
   /** An object's entry, refreshing its lifetime. */
   lookup(id: string): ObjectEntry | undefined
+  /** Finds an object not known here yet (made inside a function on some node); false if none has it. */
+  locate(id: string): Promise<boolean>
   whenSettled(id: string, timeoutMs: number): Promise<ObjectEntry | undefined>
   /** Calls `listener` once the object settles (at once if it has; undefined if it is gone); returns an unsubscribe. */
   onSettled(id: string, listener: (entry: ObjectEntry | undefined) => void): () => void
@@ -50,6 +52,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
       return entry.value
     },
     lookup: (id) => node.store.lookup(id),
+    locate: async (id) => node.store.has(id),
     whenSettled: (id, timeoutMs) => node.store.whenSettled(id, timeoutMs),
     onSettled: (id, listener) => node.store.onSettled(id, listener),
     waitAny: (ids, count, timeoutMs) => node.store.waitAny(ids, count, timeoutMs),

@@ -9,6 +9,7 @@ import { toShared } from '../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, type EncodedValue, isObjectId, newObjectId, refIdOf } from '../sdk/codec.ts'
 import { BadRequestError, FunctionNotFoundError, ObjectNotFoundError } from '../sdk/errors.ts'
 import { type CallOptions, checkCallOptions } from '../sdk/types.ts'
+import type { Backend } from './backend.ts'
 
 export const MAX_WAIT_S = 60
 
@@ -76,10 +77,7 @@ export function parseJson(text: string): unknown {
 }
 
 /** Arguments and options of a call: a JSON array, `{"args": [...], "options": {...}}`, or raw bytes. */
-export async function readCall(
-  c: Context,
-  exists: (id: string) => boolean,
-): Promise<{ args: TaskArg[]; options: CallOptions }> {
+export async function readCall(c: Context): Promise<{ args: TaskArg[]; options: CallOptions }> {
   if (isBytes(c)) {
     return {
       args: [{ kind: 'bytes', bytes: await readBytes(c) }],
@@ -104,7 +102,7 @@ export async function readCall(
       'the body must be a JSON array of arguments, or {"args": [...], "options": {...}}',
     )
   }
-  return { args: args.map((arg) => toTaskArg(arg, exists)), options }
+  return { args: args.map(toTaskArg), options }
 }
 
 function isEnvelope(body: unknown): body is { args: unknown[]; options?: unknown } {
@@ -131,11 +129,10 @@ export const MAX_BATCH = 10_000
  * known (`known`), every id well formed and unique, every `$ref` existing
  * already or made by an earlier call of the same batch.
  */
-export function checkBatch(body: unknown, known: (fn: string) => boolean, exists: (id: string) => boolean) {
+export function checkBatch(body: unknown, known: (fn: string) => boolean) {
   if (!Array.isArray(body)) throw new BadRequestError('the body must be a JSON array of calls')
   if (body.length > MAX_BATCH) throw new BadRequestError(`a batch holds at most ${MAX_BATCH} calls`)
   const made = new Set<string>()
-  const inBatchOrStored = (id: string) => made.has(id) || exists(id)
   return body.map((call, i): BatchCall => {
     const where = `calls[${i}]`
     if (typeof call !== 'object' || call === null || Array.isArray(call)) {
@@ -158,7 +155,7 @@ export function checkBatch(body: unknown, known: (fn: string) => boolean, exists
     const call_: BatchCall = {
       fn,
       id,
-      args: args.map((arg) => toTaskArg(arg, inBatchOrStored)),
+      args: args.map(toTaskArg),
       options: checked,
     }
     made.add(id)
@@ -166,10 +163,20 @@ export function checkBatch(body: unknown, known: (fn: string) => boolean, exists
   })
 }
 
-function toTaskArg(arg: unknown, exists: (id: string) => boolean): TaskArg {
+function toTaskArg(arg: unknown): TaskArg {
   const ref = refIdOf(arg)
   if (ref === undefined) return { kind: 'json', text: JSON.stringify(arg) }
-  const id = checkId(ref, '$ref id')
-  if (!exists(id)) throw new ObjectNotFoundError(`no object ${id}`)
-  return { kind: 'ref', id }
+  return { kind: 'ref', id: checkId(ref, '$ref id') }
+}
+
+/** The ids of the top-level `$ref` arguments of calls. */
+export function refsOf(args: readonly TaskArg[]): string[] {
+  return args.flatMap((a) => (a.kind === 'ref' ? [a.id] : []))
+}
+
+/** 404 for the first id that no object has, wherever objects live. */
+export async function requireObjects(backend: Pick<Backend, 'lookup' | 'locate'>, ids: Iterable<string>) {
+  for (const id of ids) {
+    if (!backend.lookup(id) && !(await backend.locate(id))) throw new ObjectNotFoundError(`no object ${id}`)
+  }
 }

@@ -24,6 +24,8 @@ export interface FunctionCatalog {
 
 export interface NodeOptions {
   functions: FunctionCatalog
+  /** This node's id in a cluster: objects made here have ids that start with it and `_`. */
+  id?: string
   /** Worker threads (default: one per core). */
   cpus?: number
   /** Bytes of finished objects kept in memory (default 30% of RAM). */
@@ -81,6 +83,7 @@ export class LocalNode {
   readonly #stolen = { in: 0, out: 0 }
   readonly #fetched = { count: 0, bytes: 0 }
   readonly #fetchRemote: NodeOptions['fetchRemote']
+  readonly #idPrefix: string
   readonly #capacity: number
   readonly #ttlMs: number
   #dispatchQueued = false
@@ -100,6 +103,7 @@ export class LocalNode {
     this.#ttlMs = ttlS * 1000
     this.#functions = options.functions
     this.#fetchRemote = options.fetchRemote
+    this.#idPrefix = options.id === undefined ? '' : `${options.id}_`
     this.#scheduler = new WorkScheduler<Task>(cpus)
     this.store = new ObjectStore({
       maxBytes: options.objectStoreMemory ?? Math.floor(totalmem() * 0.3),
@@ -124,7 +128,7 @@ export class LocalNode {
 
   #spawn(index: number): WorkerHandle {
     return new WorkerHandle(
-      { index, ...this.#catalog() },
+      { index, idPrefix: this.#idPrefix, ...this.#catalog() },
       {
         messages: (handle, batch) => this.#onMessages(handle, batch),
         exit: (handle, error) => this.#onExit(handle, error),

@@ -88,6 +88,19 @@ describe('a three-node cluster', () => {
     await mp.close()
   })
 
+  it('reads objects made inside functions, on whichever node made them, through the head', async () => {
+    const mp = connect(head.url)
+    const held = (await mp.get(mp.remote('hold').remote({ deep: [1, 2, 3] }), { timeout: 30 })) as {
+      ref: { id: string }
+    }
+    expect(held.ref.id).toMatch(/^n[A-Za-z0-9]{6}_/)
+    expect(await mp.get(held.ref as never, { timeout: 30 })).toEqual({ deep: [1, 2, 3] })
+    const meta = await mp.meta(held.ref as never)
+    expect(meta).toMatchObject({ status: 'ready', contentType: 'application/json' })
+    expect(await mp.get(mp.remote('echo').remote(held.ref), { timeout: 30 })).toEqual({ deep: [1, 2, 3] })
+    await mp.close()
+  })
+
   it('runs a call that needs a resource only on the node that has it, and refuses one nobody has', async () => {
     const ok = await fetch(`${head.url}/v1/functions/square/invoke?wait=10`, {
       method: 'POST',

@@ -16,7 +16,7 @@ import { MagpieError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 import type { Backend, NodeInfo } from '../backend.ts'
 import { capable, place } from './placement.ts'
-import type { ClusterNode, NodeRegistry } from './registry.ts'
+import { type ClusterNode, type NodeRegistry, ownerOf } from './registry.ts'
 
 export interface ClusterBackendOptions {
   registry: NodeRegistry
@@ -119,6 +119,39 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     return bytes
   }
 
+  type Meta = Omit<ObjectEntry, 'value'>
+
+  async function nodeMeta(node: ClusterNode, id: string, waitS: number): Promise<Meta | undefined> {
+    const response = await request(`${node.address}/internal/objects/${id}/meta?wait=${waitS}`, {
+      headers: { [SECRET_HEADER]: secret },
+    })
+    if (response.statusCode !== 200) {
+      await response.body.dump()
+      return undefined
+    }
+    return (await response.body.json()) as Meta
+  }
+
+  /** Records a node-made object's state here; while it is unfinished, waits for it on its node. */
+  function settleFromMeta(node: ClusterNode, meta: Meta): void {
+    if (meta.status === 'ready') {
+      directory.settle(meta.id, {
+        elsewhere: { size: meta.size, contentType: meta.contentType ?? BYTES_TYPE },
+      })
+    } else if (meta.status === 'failed' || meta.status === 'cancelled') {
+      directory.settle(meta.id, {
+        error: meta.error ?? { code: 'TASK_CANCELLED', message: 'cancelled' },
+        cancelled: meta.status === 'cancelled',
+      })
+    } else {
+      nodeMeta(node, meta.id, 60).then(
+        (later) => (later ? settleFromMeta(node, later) : directory.delete(meta.id)),
+        () =>
+          directory.settle(meta.id, { error: { code: 'OBJECT_LOST', message: `node ${node.id} is gone` } }),
+      )
+    }
+  }
+
   function fail(id: string, code: 'WORKER_CRASHED' | 'NO_CAPACITY', message: string, attempts: number): void {
     placed.delete(id)
     directory.settle(id, { error: { code, message, attempts } })
@@ -176,6 +209,20 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     },
 
     lookup: (id) => directory.lookup(id),
+
+    async locate(id) {
+      const owner = registry.get(ownerOf(id) ?? '')
+      if (!owner || owner.state === 'dead') return false
+      const meta = await nodeMeta(owner, id, 0)
+      if (!meta) return false
+      if (directory.create(id, meta.function, meta.ttlMs)) {
+        const entry = directory.lookup(id) as ObjectEntry
+        entry.node = owner.id
+        entry.attempts = meta.attempts
+        settleFromMeta(owner, meta)
+      }
+      return true
+    },
     whenSettled: (id, timeoutMs) => directory.whenSettled(id, timeoutMs),
     onSettled: (id, listener) => directory.onSettled(id, listener),
     waitAny: (ids, count, timeoutMs) => directory.waitAny(ids, count, timeoutMs),

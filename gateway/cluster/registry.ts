@@ -25,6 +25,19 @@ export interface NodeRegistryOptions {
   onDead?: (node: ClusterNode) => void
 }
 
+/** Node ids: `n` and six letters or digits; the ids of objects a node makes start with it and `_`. */
+export const NODE_ID = /^n[A-Za-z0-9]{6}$/
+
+export function newNodeId(): string {
+  return `n${nanoid(6).replace(/[-_]/g, 'x')}`
+}
+
+/** The node an object id names as its owner, if it names one. */
+export function ownerOf(objectId: string): string | undefined {
+  const match = /^(n[A-Za-z0-9]{6})_/.exec(objectId)
+  return match?.[1]
+}
+
 const EMPTY_STATS: NodeStats = {
   cpus: 0,
   running: 0,
@@ -52,9 +65,11 @@ export class NodeRegistry {
     this.#sweeper.unref()
   }
 
-  register(address: string, cpus: number, resources: Record<string, number>): ClusterNode {
+  /** Registers a node, under the id it chose if that is free and well formed. */
+  register(address: string, cpus: number, resources: Record<string, number>, wanted?: string): ClusterNode {
+    const free = wanted !== undefined && NODE_ID.test(wanted) && this.#nodes.get(wanted)?.state !== 'alive'
     const node: ClusterNode = {
-      id: `n${nanoid(6).replace(/[-_]/g, 'x')}`,
+      id: free ? wanted : newNodeId(),
       address,
       cpus,
       resources,

@@ -3,7 +3,7 @@ import { Hono } from 'hono'
 import { newObjectId } from '../../sdk/codec.ts'
 import { FunctionNotFoundError } from '../../sdk/errors.ts'
 import type { Backend } from '../backend.ts'
-import { checkBatch, checkId, parseJson, readCall, waitParam } from '../http-input.ts'
+import { checkBatch, checkId, parseJson, readCall, refsOf, requireObjects, waitParam } from '../http-input.ts'
 import { type FunctionRegistry, publicInfo } from '../registry/registry.ts'
 import { ID_HEADER, objectResponse, pendingResponse } from '../respond.ts'
 
@@ -24,7 +24,8 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
     const header = c.req.header(ID_HEADER)
     const id = header === undefined ? newObjectId() : checkId(header)
     const wait = waitParam(c)
-    const { args, options } = await readCall(c, (ref) => backend.lookup(ref) !== undefined)
+    const { args, options } = await readCall(c)
+    await requireObjects(backend, refsOf(args))
     backend.submit({ id, fn: name, args, options })
     if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000), backend)
     return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
@@ -32,10 +33,12 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
 
   /** Many calls in one request: checked as a whole, then submitted in order. */
   app.post('/calls', async (c) => {
-    const calls = checkBatch(
-      parseJson(await c.req.text()),
-      (fn) => functions.get(fn) !== undefined,
-      (ref) => backend.lookup(ref) !== undefined,
+    const calls = checkBatch(parseJson(await c.req.text()), (fn) => functions.get(fn) !== undefined)
+    // A call may take the result of an earlier call of the same batch.
+    const made = new Set(calls.map((call) => call.id))
+    await requireObjects(
+      backend,
+      calls.flatMap((call) => refsOf(call.args)).filter((id) => !made.has(id)),
     )
     const answers = calls.map((call) => {
       backend.submit({ id: call.id, fn: call.fn, args: call.args, options: call.options })

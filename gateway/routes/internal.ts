@@ -17,14 +17,24 @@ export function internalRoutes(registry: NodeRegistry, backend: ClusterBackend, 
   })
 
   app.post('/nodes', async (c) => {
-    const body = (await c.req.json()) as { address?: unknown; cpus?: unknown; resources?: unknown }
+    const body = (await c.req.json()) as {
+      address?: unknown
+      cpus?: unknown
+      resources?: unknown
+      id?: unknown
+    }
     if (typeof body.address !== 'string' || !/^https?:\/\//.test(body.address)) {
       throw new BadRequestError('address must be an http URL')
     }
     if (!Number.isInteger(body.cpus) || (body.cpus as number) < 1)
       throw new BadRequestError('cpus must be a positive integer')
     const resources = (body.resources ?? {}) as Record<string, number>
-    const node = registry.register(body.address, body.cpus as number, resources)
+    const node = registry.register(
+      body.address,
+      body.cpus as number,
+      resources,
+      typeof body.id === 'string' ? body.id : undefined,
+    )
     return c.json({ id: node.id }, 201)
   })
 

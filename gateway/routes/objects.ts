@@ -5,7 +5,15 @@ import type { ObjectEntry } from '../../node/store/object-store.ts'
 import { BYTES_TYPE, newObjectId } from '../../sdk/codec.ts'
 import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import type { Backend } from '../backend.ts'
-import { checkId, MAX_WAIT_S, parseJson, parseSeconds, readValue, waitParam } from '../http-input.ts'
+import {
+  checkId,
+  MAX_WAIT_S,
+  parseJson,
+  parseSeconds,
+  readValue,
+  requireObjects,
+  waitParam,
+} from '../http-input.ts'
 import { ID_HEADER, objectResponse } from '../respond.ts'
 
 export function objectRoutes(backend: Backend): Hono {
@@ -25,13 +33,14 @@ export function objectRoutes(backend: Backend): Hono {
   app.get('/objects/:id', async (c) => {
     const id = checkId(c.req.param('id'))
     const wait = waitParam(c)
-    if (!backend.lookup(id)) throw new ObjectNotFoundError(`no object ${id}`)
+    await requireObjects(backend, [id])
     const entry = wait === undefined ? backend.lookup(id) : await backend.whenSettled(id, wait * 1000)
     return objectResponse(c, id, entry, backend)
   })
 
-  app.get('/objects/:id/meta', (c) => {
+  app.get('/objects/:id/meta', async (c) => {
     const id = checkId(c.req.param('id'))
+    await requireObjects(backend, [id])
     const entry = backend.lookup(id)
     if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
     const node = entry.node ?? backend.nodes()[0]?.id ?? null
@@ -67,8 +76,7 @@ export function objectRoutes(backend: Backend): Hono {
     if (numReturns > ids.length)
       throw new BadRequestError(`numReturns is ${numReturns} but only ${ids.length} ids`)
     const seconds = timeout === undefined || timeout === null ? MAX_WAIT_S : parseSeconds(timeout, 'timeout')
-    for (const id of ids as string[])
-      if (!backend.lookup(id)) throw new ObjectNotFoundError(`no object ${id}`)
+    await requireObjects(backend, ids as string[])
     const ready = await backend.waitAny(ids as string[], numReturns, seconds * 1000)
     const got = new Set(ready)
     return c.json({ ready, pending: ids.filter((id) => !got.has(id)) })
@@ -87,7 +95,7 @@ export function objectRoutes(backend: Backend): Hono {
     const { ids, timeout } = body
     checkIds(ids)
     const seconds = timeout === undefined || timeout === null ? MAX_WAIT_S : parseSeconds(timeout, 'timeout')
-    for (const id of ids) if (!backend.lookup(id)) throw new ObjectNotFoundError(`no object ${id}`)
+    await requireObjects(backend, ids)
     c.header('content-type', 'application/x-ndjson')
     return stream(c, async (out) => {
       let lines: string[] = []

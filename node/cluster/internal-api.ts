@@ -99,6 +99,17 @@ export function internalApi(options: InternalApiOptions): Hono {
     return objectReply(id, entry)
   })
 
+  /** An object's status, without its value; `?wait=S` waits for it to settle. */
+  app.get('/internal/objects/:id/meta', async (c) => {
+    const id = c.req.param('id')
+    const wait = Number(c.req.query('wait') ?? 0)
+    const entry =
+      wait > 0 ? await node.store.whenSettled(id, Math.min(wait, 60) * 1000) : node.store.lookup(id)
+    if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
+    const { value: _value, ...meta } = entry
+    return c.json(meta)
+  })
+
   app.put('/internal/objects/:id', async (c) => {
     const id = c.req.param('id')
     if (!isObjectId(id)) throw new BadRequestError(`bad object id ${id}`)

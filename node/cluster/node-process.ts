@@ -4,6 +4,7 @@
  * of the calls it placed here), and a clean leave that hands back queued calls.
  */
 import { request } from 'undici'
+import { newNodeId } from '../../gateway/cluster/registry.ts'
 import { listen } from '../../gateway/listen.ts'
 import { FunctionRegistry } from '../../gateway/registry/registry.ts'
 import { BYTES_TYPE, type EncodedValue } from '../../sdk/codec.ts'
@@ -116,7 +117,9 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   const { secret } = options
   const functions = new FunctionRegistry({ bundleDir: options.bundleDir })
   await functions.deployAll(options.functionsDir)
+  const wantedId = newNodeId()
   const node = new LocalNode({
+    id: wantedId,
     functions,
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     fetchRemote: (id, at) => fetchObject(id, at, secret),
@@ -231,6 +234,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       address,
       cpus: node.cpus,
       resources: options.resources ?? {},
+      id: wantedId,
     })) as { id: string }
     nodeId = answer.id
   }

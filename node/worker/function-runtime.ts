@@ -32,6 +32,8 @@ export interface RuntimeIO {
   currentTask(): string | null
   /** Whether a function of that name is deployed. */
   knows(name: string): boolean
+  /** Starts the ids of objects made here. */
+  idPrefix: string
 }
 
 export function decodeArg(value: EncodedValue): unknown {
@@ -71,7 +73,7 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
     name,
     remote: (...args: unknown[]) => {
       if (!io.knows(name)) throw new FunctionNotFoundError(`no function named ${name}`)
-      const id = newObjectId()
+      const id = newObjectId(io.idPrefix)
       io.send({ type: 'submit', id, fn: name, args: args.map(encodeArg), options, parent: io.currentTask() })
       return new ObjectRef(id)
     },
@@ -91,7 +93,7 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
     },
 
     async put(value: unknown) {
-      const id = newObjectId()
+      const id = newObjectId(io.idPrefix)
       const encoded = encodeArg(value)
       if (encoded.kind === 'ref') throw new TypeError('put takes a value, not an ObjectRef')
       io.send({ type: 'put', id, value: encoded })

@@ -92,6 +92,7 @@ const runtime = createFunctionRuntime({
   request,
   currentTask: () => context.getStore()?.task.id ?? null,
   knows: (name) => names.has(name),
+  idPrefix: data.idPrefix,
 })
 ;(globalThis as { [RUNTIME_KEY]?: FunctionRuntime })[RUNTIME_KEY] = runtime
 

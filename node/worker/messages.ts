@@ -54,6 +54,8 @@ export type FromWorker =
 
 export interface WorkerData {
   index: number
+  /** Starts the ids of objects made here, so that they name their owner (empty for a lone node). */
+  idPrefix: string
   names: string[]
   /** Bundles to import ahead of their first call. */
   urls: string[]
