@@ -24,6 +24,8 @@ export interface HeadOptions {
   secret?: string | undefined
   /** A node silent this long is dead (default 5000 ms). */
   deadAfterMs?: number
+  /** Largest request body in bytes. */
+  maxBodyBytes?: number
 }
 
 export async function startHead(options: HeadOptions) {
@@ -47,6 +49,7 @@ export async function startHead(options: HeadOptions) {
     functions,
     token: options.token,
     internal: internalRoutes(registry, backend, secret),
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })
   const server = await listen(app.fetch, options.port ?? 8080, host)
   let closed: Promise<void> | undefined

@@ -39,6 +39,8 @@ export interface NodeOptions {
    * copy is kept, so that each object crosses to a node at most once.
    */
   fetchRemote?: (id: string, at: string) => Promise<EncodedValue>
+  /** Where to fetch an argument from that is not here and comes with no address (it moved away). */
+  locate?: (id: string) => string | undefined
 }
 
 export type { TaskSpec } from './task.ts'
@@ -83,6 +85,7 @@ export class LocalNode {
   readonly #stolen = { in: 0, out: 0 }
   readonly #fetched = { count: 0, bytes: 0 }
   readonly #fetchRemote: NodeOptions['fetchRemote']
+  readonly #locate: NodeOptions['locate']
   readonly #idPrefix: string
   readonly #capacity: number
   readonly #ttlMs: number
@@ -103,6 +106,7 @@ export class LocalNode {
     this.#ttlMs = ttlS * 1000
     this.#functions = options.functions
     this.#fetchRemote = options.fetchRemote
+    this.#locate = options.locate
     this.#idPrefix = options.id === undefined ? '' : `${options.id}_`
     this.#scheduler = new WorkScheduler<Task>(cpus)
     this.store = new ObjectStore({
@@ -160,9 +164,12 @@ export class LocalNode {
     }
     let failed = false
     for (const id of refs) {
-      const at = task.args.find((a) => a.kind === 'ref' && a.id === id && a.at) as { at?: string } | undefined
-      if (at?.at && !this.store.has(id) && this.#fetchRemote) {
-        this.#fetchCopy(id, at.at)
+      if (!this.store.has(id)) {
+        const given = task.args.find((a) => a.kind === 'ref' && a.id === id && a.at) as
+          | { at?: string }
+          | undefined
+        const at = given?.at ?? this.#locate?.(id)
+        if (at) this.#fetchCopy(id, at)
       }
       this.store.onSettled(id, (entry) => {
         if (failed) return

@@ -1,8 +1,11 @@
 /** Starts real platforms for tests, on free ports, and stops them afterwards. */
+
+import { type ChildProcess, spawn } from 'node:child_process'
 import { cpSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll } from 'vitest'
+import { startHead } from '../gateway/head.ts'
 import { type Platform, type PlatformOptions, startPlatform } from '../gateway/platform.ts'
 import { type Client, connect } from '../sdk/index.ts'
 
@@ -16,20 +19,75 @@ export function functionsWithFixtures(): string {
   return dir
 }
 
-/** Starts a platform for the whole file; `ctx.url` is set once it listens. */
+/**
+ * Starts a platform for the whole file; `ctx.url` is set once it listens.
+ * With MAGPIE_TEST_CLUSTER=N in the environment it is a head with N node
+ * processes instead, so that the same tests check the cluster against the contract.
+ */
 export function usePlatform(options: Partial<PlatformOptions> = {}): { url: string; platform: Platform } {
   const ctx = { url: '', platform: undefined as unknown as Platform }
   let dir = ''
   beforeAll(async () => {
     dir = functionsWithFixtures()
-    ctx.platform = await startPlatform({ functionsDir: dir, port: 0, cpus: 2, ...options })
+    const cluster = Number(process.env.MAGPIE_TEST_CLUSTER ?? 0)
+    ctx.platform =
+      cluster > 0
+        ? await startTestCluster(dir, cluster, options)
+        : await startPlatform({ functionsDir: dir, port: 0, cpus: 2, ...options })
     ctx.url = ctx.platform.url
-  })
+  }, 60_000)
   afterAll(async () => {
     await ctx.platform?.close()
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
   return ctx
+}
+
+async function startTestCluster(
+  dir: string,
+  count: number,
+  options: Partial<PlatformOptions>,
+): Promise<Platform> {
+  const head = await startHead({
+    functionsDir: dir,
+    port: 0,
+    token: options.token,
+    ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+  })
+  const nodes = await Promise.all(
+    Array.from({ length: count }, () => {
+      const child = spawn(
+        process.execPath,
+        [
+          join(ROOT, 'bin/magpie.mjs'),
+          'start',
+          '--join',
+          head.url,
+          '--functions',
+          dir,
+          '--cpus',
+          String(options.cpus ?? 1),
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, MAGPIE_CLUSTER_SECRET: head.secret } },
+      )
+      return new Promise<ChildProcess>((resolve, reject) => {
+        let out = ''
+        child.stdout?.on('data', (chunk: Buffer) => {
+          out += chunk
+          if (out.includes('joined')) resolve(child)
+        })
+        child.once('exit', (code) => reject(new Error(`node exited with ${code}: ${out}`)))
+      })
+    }),
+  )
+  return {
+    url: head.url,
+    port: head.port,
+    async close() {
+      for (const child of nodes) if (child.exitCode === null) child.kill('SIGKILL')
+      await head.close()
+    },
+  }
 }
 
 /**

@@ -5,14 +5,14 @@
  * come back as nodes report them; calls on a node that dies are placed again.
  */
 import { request } from 'undici'
-import { SECRET_HEADER, type WireCall } from '../../node/cluster/internal-api.ts'
+import { SECRET_HEADER, toWire, type WireArg, type WireCall } from '../../node/cluster/internal-api.ts'
 import { fetchObject, INLINE_MAX, type Settled } from '../../node/cluster/node-process.ts'
 import type { TaskSpec } from '../../node/node.ts'
 import { type ObjectEntry, ObjectStore } from '../../node/store/object-store.ts'
 import type { TaskArg } from '../../node/worker/messages.ts'
 import { asBuffer } from '../../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../../sdk/codec.ts'
-import { MagpieError } from '../../sdk/errors.ts'
+import { MagpieError, type SerializedError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 import type { Backend, NodeInfo } from '../backend.ts'
 import { capable, place } from './placement.ts'
@@ -50,9 +50,9 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
 
   const addressOf = (nodeId: string | undefined) => (nodeId ? registry.get(nodeId)?.address : undefined)
 
-  function wireArgs(args: TaskArg[], target: ClusterNode): TaskArg[] {
-    return args.map((arg) => {
-      if (arg.kind !== 'ref') return arg
+  function wireArgs(args: TaskArg[], target: ClusterNode): WireArg[] {
+    return args.map((arg): WireArg => {
+      if (arg.kind !== 'ref') return toWire([arg])[0] as WireArg
       const entry = directory.lookup(arg.id)
       if (entry?.status === 'ready' && entry.value?.kind === 'json') return entry.value
       if (!entry?.node || entry.node === target.id) return { kind: 'ref', id: arg.id }
@@ -61,34 +61,51 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     })
   }
 
+  /** Nodes with a batch on its way: the next waits for it, so that a node gets calls in order. */
+  const sending = new Set<string>()
+
   function forward(node: ClusterNode, call: WireCall): void {
     let outbox = outboxes.get(node.id)
     if (!outbox) {
       outbox = []
       outboxes.set(node.id, outbox)
-      setImmediate(() => {
-        const batch = outboxes.get(node.id) ?? []
-        outboxes.delete(node.id)
-        send(node, batch)
-      })
+      if (!sending.has(node.id)) setImmediate(() => sendNext(node))
     }
     outbox.push(call)
   }
 
-  function send(node: ClusterNode, batch: WireCall[]): void {
+  function sendNext(node: ClusterNode): void {
+    const batch = outboxes.get(node.id)
+    outboxes.delete(node.id)
+    if (!batch || batch.length === 0) {
+      sending.delete(node.id)
+      return
+    }
+    sending.add(node.id)
     request(`${node.address}/internal/tasks`, {
       method: 'POST',
       headers: { [SECRET_HEADER]: secret, 'content-type': JSON_TYPE },
       body: JSON.stringify(batch),
     })
       .then(async (response) => {
-        await response.body.dump()
-        if (response.statusCode >= 400) throw new Error(`node ${node.id} answered ${response.statusCode}`)
+        const text = await response.body.text()
+        if (response.statusCode >= 400) {
+          // The node refused the batch: its calls fail with why, the node stays.
+          const error = (JSON.parse(text) as { error?: SerializedError }).error ?? {
+            code: 'INTERNAL' as const,
+            message: `node ${node.id} answered ${response.statusCode}`,
+          }
+          for (const call of batch) {
+            placed.delete(call.id)
+            directory.settle(call.id, { error })
+          }
+        }
       })
       .catch(() => {
-        // The node cannot take calls: treat it as gone, and place its calls again.
+        // The node cannot be reached: treat it as gone, and place its calls again.
         registry.markDead(node.id)
       })
+      .finally(() => sendNext(node))
   }
 
   /** Places a call (again) and forwards it; false if no live node could run it. */

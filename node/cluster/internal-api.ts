@@ -16,15 +16,18 @@ import { type CallOptions, checkCallOptions } from '../../sdk/types.ts'
 import type { LocalNode } from '../node.ts'
 import { isSettled, type ObjectEntry } from '../store/object-store.ts'
 import type { TaskArg } from '../worker/messages.ts'
-import { toShared } from '../worker/shared-bytes.ts'
+import { asBuffer, toShared } from '../worker/shared-bytes.ts'
 
 export const SECRET_HEADER = 'x-magpie-secret'
+
+/** An argument on the wire: as in a node, but bytes travel as base64 inside the JSON batch. */
+export type WireArg = Exclude<TaskArg, { kind: 'bytes' }> | { kind: 'base64'; data: string }
 
 /** A call as the head sends it to a node. */
 export interface WireCall {
   id: string
   fn: string
-  args: TaskArg[]
+  args: WireArg[]
   options: CallOptions
 }
 
@@ -33,16 +36,31 @@ export interface InternalApiOptions {
   secret: string
   /** Called for each call the head placed here, so that its result can be reported. */
   onAccepted(id: string): void
+  /** Where a call went that was stolen from here: reads of its result are sent there. */
+  movedTo(id: string): string | undefined
 }
 
-function checkArgs(args: unknown): TaskArg[] {
+/** Arguments for the wire: bytes as base64. */
+export function toWire(args: readonly TaskArg[]): WireArg[] {
+  return args.map((a) =>
+    a.kind === 'bytes' ? { kind: 'base64', data: asBuffer(a.bytes).toString('base64') } : a,
+  )
+}
+
+/** Arguments from the wire, checked. */
+export function checkArgs(args: unknown): TaskArg[] {
   if (!Array.isArray(args)) throw new BadRequestError('args must be an array')
-  return args.map((a: { kind?: unknown; text?: unknown; id?: unknown; at?: unknown }) => {
+  return args.map((a: { kind?: unknown; text?: unknown; id?: unknown; at?: unknown; data?: unknown }) => {
     if (a?.kind === 'json' && typeof a.text === 'string') return { kind: 'json', text: a.text }
+    if (a?.kind === 'base64' && typeof a.data === 'string') {
+      return { kind: 'bytes', bytes: toShared(Buffer.from(a.data, 'base64')) }
+    }
     if (a?.kind === 'ref' && isObjectId(a.id)) {
       return typeof a.at === 'string' ? { kind: 'ref', id: a.id, at: a.at } : { kind: 'ref', id: a.id }
     }
-    throw new BadRequestError('each argument is {"kind": "json", "text"} or {"kind": "ref", "id", "at"?}')
+    throw new BadRequestError(
+      'each argument is {"kind": "json", "text"}, {"kind": "base64", "data"} or {"kind": "ref", "id", "at"?}',
+    )
   })
 }
 
@@ -93,6 +111,9 @@ export function internalApi(options: InternalApiOptions): Hono {
 
   app.get('/internal/objects/:id', async (c) => {
     const id = c.req.param('id')
+    const moved = options.movedTo(id)
+    if (moved && !node.store.has(id))
+      return c.redirect(`${moved}/internal/objects/${id}?${new URL(c.req.url).searchParams}`, 307)
     const wait = Number(c.req.query('wait') ?? 0)
     const entry =
       wait > 0 ? await node.store.whenSettled(id, Math.min(wait, 60) * 1000) : node.store.lookup(id)

@@ -13,12 +13,14 @@ import type { CallOptions } from '../../sdk/types.ts'
 import { LocalNode } from '../node.ts'
 import type { ObjectEntry } from '../store/object-store.ts'
 import { toShared } from '../worker/shared-bytes.ts'
-import { internalApi, SECRET_HEADER } from './internal-api.ts'
+import { internalApi, SECRET_HEADER, toWire } from './internal-api.ts'
 import { type Peer, type StolenCall, Thief } from './thief.ts'
 
 /** Results up to this size travel to the head inline; bigger ones stay here. */
 export const INLINE_MAX = 100 * 1024
 const HEARTBEAT_MS = 500
+/** How long a node looks for an object the head says another node has, before it believes it is gone. */
+const UNKNOWN_GRACE_MS = 3000
 
 export interface NodeProcessOptions {
   head: string
@@ -82,13 +84,28 @@ function safeJson(text: string): unknown {
 }
 
 /** Reads an object from the node at `at`, waiting while it is unfinished. */
-export async function fetchObject(id: string, at: string, secret: string): Promise<EncodedValue> {
+export async function fetchObject(id: string, from: string, secret: string): Promise<EncodedValue> {
+  let at = from
+  // The call making it may still be on its way to that node (the head forwards in batches).
+  const graceUntil = Date.now() + UNKNOWN_GRACE_MS
   for (;;) {
     const response = await request(`${at}/internal/objects/${id}?wait=60`, {
       headers: { [SECRET_HEADER]: secret },
     })
     if (response.statusCode === 202) {
       await response.body.dump()
+      continue
+    }
+    if (response.statusCode === 404 && Date.now() < graceUntil) {
+      await response.body.dump()
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      continue
+    }
+    const location = response.headers.location
+    if (response.statusCode === 307 && typeof location === 'string') {
+      // The call was stolen: its result is where the thief is.
+      await response.body.dump()
+      at = new URL(location).origin
       continue
     }
     if (response.statusCode >= 400)
@@ -118,11 +135,14 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   const functions = new FunctionRegistry({ bundleDir: options.bundleDir })
   await functions.deployAll(options.functionsDir)
   const wantedId = newNodeId()
+  /** Calls the head placed here that a peer stole, by id: the thief's address. */
+  const moved = new Map<string, string>()
   const node = new LocalNode({
     id: wantedId,
     functions,
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     fetchRemote: (id, at) => fetchObject(id, at, secret),
+    locate: (id) => moved.get(id),
   })
 
   /** Calls placed here by the head, not yet reported. */
@@ -179,11 +199,12 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     node.store.onSettled(id, (entry) => report(id, entry))
   }
 
-  const app = internalApi({ node, secret, onAccepted: acceptFromHead })
+  const app = internalApi({ node, secret, onAccepted: acceptFromHead, movedTo: (id) => moved.get(id) })
 
   /** A peer with nothing to do takes up to half of the calls queued here. */
   app.post('/internal/steal', async (c) => {
     const thief = (await c.req.json()) as {
+      address?: string
       holds?: string[]
       cpus?: number
       resources?: Record<string, number>
@@ -199,11 +220,15 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       if (owner !== address) {
         lenders.delete(task.id)
         node.store.delete(task.id)
+        // Others may still look for it here, as the head last knew: point them on.
+        if (thief.address) moved.set(task.id, thief.address)
       }
-      const args = task.args.map((a) =>
-        a.kind === 'ref' && !a.at && node.store.has(a.id)
-          ? { kind: 'ref' as const, id: a.id, at: address }
-          : a,
+      const args = toWire(
+        task.args.map((a) =>
+          a.kind === 'ref' && !a.at && node.store.has(a.id)
+            ? { kind: 'ref' as const, id: a.id, at: address }
+            : a,
+        ),
       )
       return { id: task.id, fn: task.fn, args, options: task.options, owner }
     })
@@ -243,6 +268,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     node,
     secret,
     resources: options.resources ?? {},
+    address,
     run: (stolen) => {
       for (const call_ of stolen) {
         if (call_.owner === 'head') acceptFromHead(call_.id)

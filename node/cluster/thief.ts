@@ -6,7 +6,7 @@
 import { request } from 'undici'
 import type { LocalNode } from '../node.ts'
 import type { WireCall } from './internal-api.ts'
-import { SECRET_HEADER } from './internal-api.ts'
+import { checkArgs, SECRET_HEADER } from './internal-api.ts'
 
 /** Another node, as the head reports it in a heartbeat's answer. */
 export interface Peer {
@@ -30,6 +30,8 @@ export interface ThiefOptions {
   everyMs?: number
   /** This node's custom resources: it takes only calls it can run. */
   resources: Record<string, number>
+  /** This node's address, where the results of what it steals can be read. */
+  address: string
 }
 
 /** How often an idle node asks a peer not known to be busy, in ms. */
@@ -80,6 +82,7 @@ export class Thief {
         method: 'POST',
         headers: { [SECRET_HEADER]: secret, 'content-type': 'application/json' },
         body: JSON.stringify({
+          address: this.#options.address,
           holds: node.store.largest(BIG_OBJECT, 256),
           cpus: node.cpus,
           resources: this.#options.resources,
@@ -95,7 +98,8 @@ export class Thief {
         victim.queued = 0
         return
       }
-      for (const c of calls) node.runStolen({ id: c.id, fn: c.fn, args: c.args, options: c.options })
+      for (const c of calls)
+        node.runStolen({ id: c.id, fn: c.fn, args: checkArgs(c.args), options: c.options })
       this.#options.run(calls)
     } catch {
       victim.queued = 0
