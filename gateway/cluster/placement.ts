@@ -6,13 +6,15 @@
 import type { CallOptions } from '../../sdk/types.ts'
 import type { ClusterNode } from './registry.ts'
 
+/** Whether a node with these CPUs and resources could run a call with these options. */
+export function canRun(options: CallOptions, cpus: number, resources: Record<string, number>): boolean {
+  if ((options.numCpus ?? 1) > cpus) return false
+  return Object.entries(options.resources ?? {}).every(([name, amount]) => (resources[name] ?? 0) >= amount)
+}
+
 /** Nodes that could ever run a call with these options. */
 export function capable(nodes: readonly ClusterNode[], options: CallOptions): ClusterNode[] {
-  const cpus = options.numCpus ?? 1
-  const wanted = Object.entries(options.resources ?? {})
-  return nodes.filter(
-    (n) => n.cpus >= cpus && wanted.every(([name, amount]) => (n.resources[name] ?? 0) >= amount),
-  )
+  return nodes.filter((n) => canRun(options, n.cpus, n.resources))
 }
 
 export function load(node: ClusterNode): number {

@@ -1,20 +1,15 @@
 /** The head's internal routes, for its nodes: register, heartbeat, leave, report results. Cluster secret required. */
 import { Hono } from 'hono'
-import { SECRET_HEADER } from '../../node/cluster/internal-api.ts'
+import { requireClusterSecret } from '../../node/cluster/internal-api.ts'
 import type { Settled } from '../../node/cluster/node-process.ts'
 import type { NodeStats } from '../../node/node.ts'
-import { BadRequestError, MagpieError, NotFoundError } from '../../sdk/errors.ts'
+import { BadRequestError, NotFoundError } from '../../sdk/errors.ts'
 import type { ClusterBackend } from '../cluster/cluster-backend.ts'
 import type { NodeRegistry } from '../cluster/registry.ts'
 
 export function internalRoutes(registry: NodeRegistry, backend: ClusterBackend, secret: string): Hono {
   const app = new Hono()
-  app.use('*', async function requireClusterSecret(c, next) {
-    if (c.req.header(SECRET_HEADER) !== secret) {
-      throw new MagpieError('the cluster secret is missing or wrong', { code: 'FORBIDDEN' })
-    }
-    await next()
-  })
+  app.use('*', requireClusterSecret(secret))
 
   app.post('/nodes', async (c) => {
     const body = (await c.req.json()) as {

@@ -3,7 +3,8 @@
  * objects (bytes streamed as they are, not re-encoded), store and free them.
  * Every route wants the cluster secret.
  */
-import { Hono } from 'hono'
+import { timingSafeEqual } from 'node:crypto'
+import { Hono, type MiddlewareHandler } from 'hono'
 import { BYTES_TYPE, type EncodedValue, isObjectId, JSON_TYPE } from '../../sdk/codec.ts'
 import {
   BadRequestError,
@@ -80,15 +81,22 @@ export function objectReply(id: string, entry: ObjectEntry | undefined): Respons
   return Response.json({ id, status: entry.status }, { status: 202 })
 }
 
-export function internalApi(options: InternalApiOptions): Hono {
-  const { node, secret } = options
-  const app = new Hono()
-  app.use('/internal/*', async function requireSecret(c, next) {
-    if (c.req.header(SECRET_HEADER) !== secret) {
+/** 403 for internal requests without the cluster secret. */
+export function requireClusterSecret(secret: string): MiddlewareHandler {
+  const expected = Buffer.from(secret)
+  return async function requireSecret(c, next) {
+    const given = Buffer.from(c.req.header(SECRET_HEADER) ?? '')
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
       throw new MagpieError('the cluster secret is missing or wrong', { code: 'FORBIDDEN' })
     }
     await next()
-  })
+  }
+}
+
+export function internalApi(options: InternalApiOptions): Hono {
+  const { node, secret } = options
+  const app = new Hono()
+  app.use('/internal/*', requireClusterSecret(secret))
 
   app.post('/internal/tasks', async (c) => {
     const calls = (await c.req.json()) as WireCall[]

@@ -4,12 +4,12 @@
  * of the calls it placed here), and a clean leave that hands back queued calls.
  */
 import { request } from 'undici'
+import { canRun } from '../../gateway/cluster/placement.ts'
 import { newNodeId } from '../../gateway/cluster/registry.ts'
 import { listen } from '../../gateway/listen.ts'
 import { FunctionRegistry } from '../../gateway/registry/registry.ts'
 import { BYTES_TYPE, type EncodedValue } from '../../sdk/codec.ts'
 import { errorFromBody } from '../../sdk/errors.ts'
-import type { CallOptions } from '../../sdk/types.ts'
 import { LocalNode } from '../node.ts'
 import type { ObjectEntry } from '../store/object-store.ts'
 import { toShared } from '../worker/shared-bytes.ts'
@@ -43,12 +43,6 @@ export interface Settled {
   error?: ObjectEntry['error']
   /** The JSON text of a small result. */
   value?: string
-}
-
-/** Whether a node with these CPUs and resources could run a call with these options. */
-function canRun(options: CallOptions, cpus: number, resources: Record<string, number>): boolean {
-  if ((options.numCpus ?? 1) > cpus) return false
-  return Object.entries(options.resources ?? {}).every(([name, amount]) => (resources[name] ?? 0) >= amount)
 }
 
 function settledOf(id: string, entry: ObjectEntry): Settled {
@@ -159,16 +153,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   }
   const report = (id: string, entry: ObjectEntry | undefined) => {
     if (!owned.delete(id) || !entry) return
-    const settled: Settled = {
-      id,
-      status: entry.status,
-      size: entry.size,
-      contentType: entry.contentType,
-      attempts: entry.attempts,
-    }
-    if (entry.error) settled.error = entry.error
-    if (entry.value?.kind === 'json' && entry.size <= INLINE_MAX) settled.value = entry.value.text
-    outbox.push(settled)
+    outbox.push(settledOf(id, entry))
     if (!flushQueued) {
       flushQueued = true
       setImmediate(flush)
