@@ -115,9 +115,26 @@ describe('a three-node cluster', () => {
     expect(((await none.json()) as { error: MagpieError }).error.code).toBe('NO_CAPACITY')
   })
 
+  it('gives a node that joins while work runs a share of that work', async () => {
+    const mp = connect(head.url)
+    const before = new Set((await nodeList()).map((n) => n.id))
+    // 60 calls of 200 ms: seconds of work for the three nodes, still queued when the fourth is up.
+    const run = mp.remote('fan-out').remote(60, 'busy', 200)
+    await new Promise((r) => setTimeout(r, 300))
+    await startNode()
+    expect(await mp.get(run, { timeout: 60 })).toMatchObject({ calls: 60 })
+    await until(async () => {
+      const late = (await nodeList()).find((n) => !before.has(n.id))
+      return (late?.tasks.busy?.finished ?? 0) > 0
+    })
+    await mp.close()
+  })
+
   it('places the calls of a killed node again, and marks it dead', async () => {
+    const alive = async () => (await nodeList()).filter((n) => n.state === 'alive').length
+    const before = await alive()
     const extra = await startNode()
-    await until(async () => (await nodeList()).filter((n) => n.state === 'alive').length === 4)
+    await until(async () => (await alive()) === before + 1)
     const mp = connect(head.url)
     const refs = Array.from({ length: 12 }, () => mp.remote('sleep').options({ concurrency: 1 }).remote(400))
     await mp.wait(refs, { numReturns: 0 })

@@ -9,7 +9,7 @@ import { newNodeId } from '../../gateway/cluster/registry.ts'
 import { listen } from '../../gateway/listen.ts'
 import { FunctionRegistry } from '../../gateway/registry/registry.ts'
 import { BYTES_TYPE, type EncodedValue } from '../../sdk/codec.ts'
-import { errorFromBody } from '../../sdk/errors.ts'
+import { errorFromBody, serializeError } from '../../sdk/errors.ts'
 import { LocalNode } from '../node.ts'
 import type { ObjectEntry } from '../store/object-store.ts'
 import { toShared } from '../worker/shared-bytes.ts'
@@ -204,9 +204,18 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       const owner = owned.delete(task.id) ? 'head' : (lender ?? address)
       if (owner !== address) {
         lenders.delete(task.id)
-        node.store.delete(task.id)
         // Others may still look for it here, as the head last knew: point them on.
         if (thief.address) moved.set(task.id, thief.address)
+        if (thief.address && node.store.waitedOn(task.id)) {
+          // Calls here wait for it: keep it pending, and copy the result from the thief.
+          const from = thief.address
+          fetchObject(task.id, from, secret).then(
+            (value) => node.store.settle(task.id, { value }),
+            (err: unknown) => node.store.settle(task.id, { error: serializeError(err, 'OBJECT_LOST') }),
+          )
+        } else {
+          node.store.delete(task.id)
+        }
       }
       const args = toWire(
         task.args.map((a) =>

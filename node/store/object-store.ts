@@ -231,6 +231,11 @@ export class ObjectStore {
     for (const listener of list) listener(entry)
   }
 
+  /** Whether anyone here waits for the object to settle. */
+  waitedOn(id: string): boolean {
+    return (this.#listeners.get(id)?.length ?? 0) > 0
+  }
+
   /** Ids of finished objects held here whose values are at least `minBytes`, at most `limit` of them. */
   largest(minBytes: number, limit: number): string[] {
     const ids: string[] = []
