@@ -10,6 +10,10 @@ export class NodeCounters {
   /** Moving average of run times in ms, by function. */
   readonly #durations = new Map<string, number>()
   readonly #threadBytes = { copied: 0, shared: 0 }
+  /** Calls taken from other nodes, and given to them. */
+  readonly stolen = { in: 0, out: 0 }
+  /** Objects copied here from other nodes. */
+  readonly fetched = { count: 0, bytes: 0 }
 
   outcome(fn: string, failed: boolean): void {
     let counts = this.#outcomes.get(fn)

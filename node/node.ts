@@ -82,8 +82,6 @@ export class LocalNode {
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
   readonly #counters = new NodeCounters()
-  readonly #stolen = { in: 0, out: 0 }
-  readonly #fetched = { count: 0, bytes: 0 }
   readonly #fetchRemote: NodeOptions['fetchRemote']
   readonly #locate: NodeOptions['locate']
   readonly #idPrefix: string
@@ -189,17 +187,11 @@ export class LocalNode {
     if (!this.#fetchRemote || !this.store.create(id, null)) return
     this.#fetchRemote(id, at).then(
       (value) => {
-        this.#fetched.count += 1
-        this.#fetched.bytes += sizeOf(value)
+        this.#counters.fetched.count += 1
+        this.#counters.fetched.bytes += sizeOf(value)
         this.store.settle(id, { value })
       },
-      (err: unknown) =>
-        this.store.settle(id, {
-          error:
-            err instanceof Error && 'code' in err
-              ? serializeError(err)
-              : { code: 'OBJECT_LOST', message: String(err) },
-        }),
+      (err: unknown) => this.store.settle(id, { error: serializeError(err, 'OBJECT_LOST') }),
     )
   }
 
@@ -488,13 +480,13 @@ export class LocalNode {
       (t) => t.args.some((a) => a.kind === 'ref' && holds.has(a.id)),
       canRun,
     )
-    this.#stolen.out += tasks.length
+    this.#counters.stolen.out += tasks.length
     return tasks
   }
 
   /** Runs a call taken from another node; its object may already be known here as pending. */
   runStolen(spec: TaskSpec): void {
-    this.#stolen.in += 1
+    this.#counters.stolen.in += 1
     const record = this.#functions.get(spec.fn)
     if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
     if (!this.submit(spec)) this.#whenArgsReady(makeTask(spec, record))
@@ -519,8 +511,8 @@ export class LocalNode {
       objects: { count: objects.count, bytes: objects.bytes, spilledBytes: 0 },
       tasks: this.#counters.outcomes(),
       threadBytes: this.#counters.threadBytes(),
-      stolen: { ...this.#stolen },
-      fetched: { ...this.#fetched },
+      stolen: { ...this.#counters.stolen },
+      fetched: { ...this.#counters.fetched },
     }
   }
 

@@ -5,14 +5,14 @@
  * come back as nodes report them; calls on a node that dies are placed again.
  */
 import { request } from 'undici'
-import { SECRET_HEADER, toWire, type WireArg, type WireCall } from '../../node/cluster/internal-api.ts'
-import { fetchObject, INLINE_MAX, type Settled } from '../../node/cluster/node-process.ts'
+import { SECRET_HEADER, toWireArg, type WireArg, type WireCall } from '../../node/cluster/internal-api.ts'
+import { fetchObject, INLINE_MAX, type Settled, safeJson } from '../../node/cluster/node-process.ts'
 import type { TaskSpec } from '../../node/node.ts'
 import { type ObjectEntry, ObjectStore } from '../../node/store/object-store.ts'
 import type { TaskArg } from '../../node/worker/messages.ts'
 import { asBuffer } from '../../node/worker/shared-bytes.ts'
-import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../../sdk/codec.ts'
-import { MagpieError, type SerializedError } from '../../sdk/errors.ts'
+import { BYTES_TYPE, contentTypeOf, type EncodedValue, JSON_TYPE, sizeOf } from '../../sdk/codec.ts'
+import { errorFromBody, MagpieError, serializeError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 import type { Backend, NodeInfo } from '../backend.ts'
 import { capable, place } from './placement.ts'
@@ -26,9 +26,9 @@ export interface ClusterBackendOptions {
   ttlMs?: number
 }
 
+/** A call placed on a node and not finished; which node, its directory entry says. */
 interface Placed {
   spec: TaskSpec
-  node: string
   attempts: number
   maxRetries: number
 }
@@ -43,7 +43,7 @@ export interface ClusterBackend extends Backend {
 }
 
 export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
-  const { registry, secret } = options
+  const { registry, secret, config } = options
   const directory = new ObjectStore({ maxBytes: 256 * 1024 * 1024, ttlMs: options.ttlMs ?? 3600_000 })
   const placed = new Map<string, Placed>()
   const outboxes = new Map<string, WireCall[]>()
@@ -52,7 +52,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
 
   function wireArgs(args: TaskArg[], target: ClusterNode): WireArg[] {
     return args.map((arg): WireArg => {
-      if (arg.kind !== 'ref') return toWire([arg])[0] as WireArg
+      if (arg.kind !== 'ref') return toWireArg(arg)
       const entry = directory.lookup(arg.id)
       if (entry?.status === 'ready' && entry.value?.kind === 'json') return entry.value
       if (!entry?.node || entry.node === target.id) return { kind: 'ref', id: arg.id }
@@ -91,10 +91,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         const text = await response.body.text()
         if (response.statusCode >= 400) {
           // The node refused the batch: its calls fail with why, the node stays.
-          const error = (JSON.parse(text) as { error?: SerializedError }).error ?? {
-            code: 'INTERNAL' as const,
-            message: `node ${node.id} answered ${response.statusCode}`,
-          }
+          const error = serializeError(errorFromBody(safeJson(text), response.statusCode))
           for (const call of batch) {
             placed.delete(call.id)
             directory.settle(call.id, { error })
@@ -113,7 +110,6 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     const nodes = capable(registry.alive(), job.spec.options)
     const node = place(nodes, (n) => argumentBytesOn(job.spec, n))
     if (!node) return false
-    job.node = node.id
     node.placedSinceBeat += 1
     const entry = directory.lookup(job.spec.id)
     if (entry) entry.node = node.id
@@ -176,7 +172,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
 
   const backend: ClusterBackend = {
     submit(spec) {
-      const options = { ...options_(spec.fn), ...spec.options }
+      const options = { ...config(spec.fn), ...spec.options }
       if (capable(registry.alive(), options).length === 0) {
         throw new MagpieError(`no live node can run ${spec.fn} (cpus or resources)`, { code: 'NO_CAPACITY' })
       }
@@ -184,7 +180,6 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       if (!directory.create(spec.id, spec.fn, ttlMs)) return false
       const job: Placed = {
         spec: { ...spec, options },
-        node: '',
         attempts: 1,
         maxRetries: options.maxRetries ?? 3,
       }
@@ -202,10 +197,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         `${node.address}/internal/objects/${id}${ttlMs ? `?ttlMs=${ttlMs}` : ''}`,
         {
           method: 'PUT',
-          headers: {
-            [SECRET_HEADER]: secret,
-            'content-type': value.kind === 'json' ? JSON_TYPE : BYTES_TYPE,
-          },
+          headers: { [SECRET_HEADER]: secret, 'content-type': contentTypeOf(value) },
           body: value.kind === 'json' ? value.text : asBuffer(value.bytes),
         },
       )
@@ -215,13 +207,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       const entry = directory.lookup(id) as ObjectEntry
       entry.node = node.id
       if (inline) directory.settle(id, { value })
-      else
-        directory.settle(id, {
-          elsewhere: {
-            size: value.kind === 'json' ? value.text.length : value.bytes.byteLength,
-            contentType: value.kind === 'json' ? JSON_TYPE : BYTES_TYPE,
-          },
-        })
+      else directory.settle(id, { elsewhere: { size: sizeOf(value), contentType: contentTypeOf(value) } })
       return true
     },
 
@@ -307,7 +293,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
 
     nodeDied(node) {
       for (const [id, job] of placed) {
-        if (job.node !== node.id) continue
+        if (directory.lookup(id)?.node !== node.id) continue
         if (job.attempts > job.maxRetries) {
           fail(id, 'WORKER_CRASHED', `node ${node.id} died while running it`, job.attempts)
           continue
@@ -316,9 +302,6 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         if (!dispatch(job)) fail(id, 'NO_CAPACITY', 'no live node is left to run it', job.attempts)
       }
     },
-  }
-  function options_(fn: string): CallOptions {
-    return options.config(fn) ?? {}
   }
   return backend
 }

@@ -41,11 +41,9 @@ export interface InternalApiOptions {
   movedTo(id: string): string | undefined
 }
 
-/** Arguments for the wire: bytes as base64. */
-export function toWire(args: readonly TaskArg[]): WireArg[] {
-  return args.map((a) =>
-    a.kind === 'bytes' ? { kind: 'base64', data: asBuffer(a.bytes).toString('base64') } : a,
-  )
+/** An argument for the wire: bytes as base64. */
+export function toWireArg(arg: TaskArg): WireArg {
+  return arg.kind === 'bytes' ? { kind: 'base64', data: asBuffer(arg.bytes).toString('base64') } : arg
 }
 
 /** Arguments from the wire, checked. */

@@ -13,7 +13,7 @@ import { errorFromBody, serializeError } from '../../sdk/errors.ts'
 import { LocalNode } from '../node.ts'
 import type { ObjectEntry } from '../store/object-store.ts'
 import { toShared } from '../worker/shared-bytes.ts'
-import { internalApi, SECRET_HEADER, toWire } from './internal-api.ts'
+import { internalApi, SECRET_HEADER, toWireArg } from './internal-api.ts'
 import { type Peer, type StolenCall, Thief } from './thief.ts'
 
 /** Results up to this size travel to the head inline; bigger ones stay here. */
@@ -69,7 +69,7 @@ export async function call(method: string, url: string, secret: string, body?: u
   return text === '' ? undefined : safeJson(text)
 }
 
-function safeJson(text: string): unknown {
+export function safeJson(text: string): unknown {
   try {
     return JSON.parse(text)
   } catch {
@@ -139,52 +139,51 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     locate: (id) => moved.get(id),
   })
 
-  /** Calls placed here by the head, not yet reported. */
-  const owned = new Set<string>()
-  let outbox: Settled[] = []
-  let flushQueued = false
+  /**
+   * Calls run here for someone else, by id: the URL of their owner (the head,
+   * or the node a call was stolen from), where their results are reported.
+   */
+  const owners = new Map<string, string>()
+  const outboxes = new Map<string, Settled[]>()
   let nodeId = ''
-  const flush = () => {
-    flushQueued = false
-    const batch = outbox
-    outbox = []
-    if (batch.length > 0)
-      call('POST', `${head}/internal/settled`, secret, { node: nodeId, objects: batch }).catch(() => {})
+  const sendReports = (to: string) => {
+    const batch = outboxes.get(to) ?? []
+    outboxes.delete(to)
+    if (batch.length > 0) {
+      call('POST', `${to}/internal/settled`, secret, { node: nodeId, address, objects: batch }).catch(
+        () => {},
+      )
+    }
   }
   const report = (id: string, entry: ObjectEntry | undefined) => {
-    if (!owned.delete(id) || !entry) return
-    outbox.push(settledOf(id, entry))
-    if (!flushQueued) {
-      flushQueued = true
-      setImmediate(flush)
-    }
-  }
-
-  /** Calls this node runs for another node (stolen from it), by id: where to report. */
-  const lenders = new Map<string, string>()
-  const peerOutboxes = new Map<string, Settled[]>()
-  const reportToPeer = (id: string, entry: ObjectEntry | undefined) => {
-    const lender = lenders.get(id)
-    lenders.delete(id)
-    if (!lender || !entry) return
-    let outbox = peerOutboxes.get(lender)
+    const to = owners.get(id)
+    owners.delete(id)
+    if (!to || !entry) return
+    let outbox = outboxes.get(to)
     if (!outbox) {
       outbox = []
-      peerOutboxes.set(lender, outbox)
-      setImmediate(() => {
-        const batch = peerOutboxes.get(lender) ?? []
-        peerOutboxes.delete(lender)
-        call('POST', `${lender}/internal/settled`, secret, { address, objects: batch }).catch(() => {})
-      })
+      outboxes.set(to, outbox)
+      setImmediate(() => sendReports(to))
     }
     outbox.push(settledOf(id, entry))
   }
-  const acceptFromHead = (id: string) => {
-    owned.add(id)
+  const runFor = (id: string, owner: string) => {
+    owners.set(id, owner)
     node.store.onSettled(id, (entry) => report(id, entry))
   }
+  /** Settles an object here with a copy of it from the node at `from`. */
+  const copyFrom = (id: string, from: string) =>
+    fetchObject(id, from, secret).then(
+      (value) => node.store.settle(id, { value }),
+      (err: unknown) => node.store.settle(id, { error: serializeError(err, 'OBJECT_LOST') }),
+    )
 
-  const app = internalApi({ node, secret, onAccepted: acceptFromHead, movedTo: (id) => moved.get(id) })
+  const app = internalApi({
+    node,
+    secret,
+    onAccepted: (id) => runFor(id, head),
+    movedTo: (id) => moved.get(id),
+  })
 
   /** A peer with nothing to do takes up to half of the calls queued here. */
   app.post('/internal/steal', async (c) => {
@@ -198,31 +197,20 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     const holds = new Set(Array.isArray(thief.holds) ? thief.holds : [])
     const tasks = node.giveAway(max, holds, (t) => canRun(t.options, thief.cpus ?? 1, thief.resources ?? {}))
     const calls = tasks.map((task): StolenCall => {
-      // The result goes to the call's owner straight, never through this node: the head
-      // if it placed the call, the node it was stolen from if it was, else this node.
-      const lender = lenders.get(task.id)
-      const owner = owned.delete(task.id) ? 'head' : (lender ?? address)
+      // The result goes to the call's owner straight, never through this node.
+      const owner = owners.get(task.id) ?? address
       if (owner !== address) {
-        lenders.delete(task.id)
+        owners.delete(task.id)
         // Others may still look for it here, as the head last knew: point them on.
         if (thief.address) moved.set(task.id, thief.address)
-        if (thief.address && node.store.waitedOn(task.id)) {
-          // Calls here wait for it: keep it pending, and copy the result from the thief.
-          const from = thief.address
-          fetchObject(task.id, from, secret).then(
-            (value) => node.store.settle(task.id, { value }),
-            (err: unknown) => node.store.settle(task.id, { error: serializeError(err, 'OBJECT_LOST') }),
-          )
-        } else {
-          node.store.delete(task.id)
-        }
+        // Calls here that wait for it keep it pending, and get a copy from the thief.
+        if (thief.address && node.store.waitedOn(task.id)) copyFrom(task.id, thief.address)
+        else node.store.delete(task.id)
       }
-      const args = toWire(
-        task.args.map((a) =>
-          a.kind === 'ref' && !a.at && node.store.has(a.id)
-            ? { kind: 'ref' as const, id: a.id, at: address }
-            : a,
-        ),
+      const args = task.args.map((a) =>
+        a.kind === 'ref' && !a.at && node.store.has(a.id)
+          ? { kind: 'ref' as const, id: a.id, at: address }
+          : toWireArg(a),
       )
       return { id: task.id, fn: task.fn, args, options: task.options, owner }
     })
@@ -235,12 +223,8 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     for (const o of objects) {
       if (o.status === 'ready' && o.value !== undefined)
         node.store.settle(o.id, { value: { kind: 'json', text: o.value } })
-      else if (o.status === 'ready') {
-        fetchObject(o.id, from, secret).then(
-          (value) => node.store.settle(o.id, { value }),
-          (err: Error) => node.store.settle(o.id, { error: { code: 'OBJECT_LOST', message: err.message } }),
-        )
-      } else if (o.error) node.store.settle(o.id, { error: o.error, cancelled: o.status === 'cancelled' })
+      else if (o.status === 'ready') copyFrom(o.id, from)
+      else if (o.error) node.store.settle(o.id, { error: o.error, cancelled: o.status === 'cancelled' })
     }
     return c.body(null, 204)
   })
@@ -264,13 +248,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     resources: options.resources ?? {},
     address,
     run: (stolen) => {
-      for (const call_ of stolen) {
-        if (call_.owner === 'head') acceptFromHead(call_.id)
-        else {
-          lenders.set(call_.id, call_.owner)
-          node.store.onSettled(call_.id, (entry) => reportToPeer(call_.id, entry))
-        }
-      }
+      for (const c of stolen) runFor(c.id, c.owner)
     },
   })
   const heartbeat = setInterval(() => {
@@ -294,14 +272,14 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       stopping ??= (async () => {
         clearInterval(heartbeat)
         thief.stop()
-        const handedBack = node.takeBackQueued((id) => owned.has(id))
-        for (const id of handedBack) owned.delete(id)
+        const handedBack = node.takeBackQueued((id) => owners.get(id) === head)
+        for (const id of handedBack) owners.delete(id)
         await call('POST', `${head}/internal/nodes/${nodeId}/leave`, secret, { ids: handedBack }).catch(
           () => {},
         )
         const deadline = Date.now() + 30_000
         while (node.stats().running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
-        flush()
+        for (const to of [...outboxes.keys()]) sendReports(to)
         await server.close()
         await node.close()
       })()

@@ -16,7 +16,7 @@ export interface Peer {
   cpus: number
 }
 
-/** A stolen call, and to whom its result goes: 'head', or the address of the node that made it. */
+/** A stolen call, and the URL of its owner, to whom its result goes: the head, or the node that made it. */
 export interface StolenCall extends WireCall {
   owner: string
 }
