@@ -23,6 +23,8 @@ export interface Backend {
   put(id: string, value: EncodedValue, ttlMs?: number): Promise<boolean>
   /** The value of a ready object, wherever it is stored. */
   readValue(entry: ObjectEntry): Promise<EncodedValue>
+  /** The value of a ready object if this process holds it. */
+  valueHere(id: string): EncodedValue | undefined
   /** An object's entry, refreshing its lifetime. */
   lookup(id: string): ObjectEntry | undefined
   /** Finds an object not known here yet (made inside a function on some node); false if none has it. */
@@ -45,13 +47,14 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
   })
   return {
     submit: (spec) => node.submit(spec),
-    put: async (id, value, ttlMs) => node.store.put(id, value, ttlMs),
+    put: async (id, value, ttlMs) => node.store.put(id, value, { ttlMs, visible: true }),
     readValue: async (entry) => {
-      if (!entry.value)
-        throw new MagpieError(`object ${entry.id} is no longer stored`, { code: 'OBJECT_LOST' })
-      return entry.value
+      const value = node.store.value(entry.id)
+      if (!value) throw new MagpieError(`object ${entry.id} is no longer stored`, { code: 'OBJECT_LOST' })
+      return value
     },
-    lookup: (id) => node.store.lookup(id),
+    valueHere: (id) => node.store.value(id),
+    lookup: (id) => node.store.seen(id),
     locate: async (id) => node.store.has(id),
     whenSettled: (id, timeoutMs) => node.store.whenSettled(id, timeoutMs),
     onSettled: (id, listener) => node.store.onSettled(id, listener),

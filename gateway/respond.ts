@@ -30,7 +30,7 @@ export async function objectResponse(
   if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
   switch (entry.status) {
     case 'ready': {
-      const value = entry.value ?? (await backend.readValue(entry))
+      const value = await backend.readValue(entry)
       if (value.kind === 'json') {
         return new Response(value.text, {
           status: 200,

@@ -4,14 +4,25 @@
  * top-level `$ref` arguments are ready, then go to a worker deque; workers are
  * handed work while they have room in their CPU slot, plus a little prefetch.
  */
-import { availableParallelism, totalmem } from 'node:os'
+import { mkdtempSync } from 'node:fs'
+import { availableParallelism, tmpdir, totalmem } from 'node:os'
+import { join } from 'node:path'
 import { type EncodedValue, sizeOf } from '../sdk/codec.ts'
 import { FunctionNotFoundError, type SerializedError, serializeError } from '../sdk/errors.ts'
 import type { CallOptions } from '../sdk/types.ts'
 import { NodeCounters } from './node-counters.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
 import { ObjectStore } from './store/object-store.ts'
-import { argumentProblem, lostArgument, makeTask, refArguments, type Task, type TaskSpec } from './task.ts'
+import { SpillStore } from './store/spill.ts'
+import {
+  argumentIds,
+  argumentProblem,
+  lostArgument,
+  makeTask,
+  refArguments,
+  type Task,
+  type TaskSpec,
+} from './task.ts'
 import type { FromWorker, Outcome } from './worker/messages.ts'
 import { WorkerHandle } from './worker/worker-handle.ts'
 
@@ -28,8 +39,12 @@ export interface NodeOptions {
   id?: string
   /** Worker threads (default: one per core). */
   cpus?: number
-  /** Bytes of finished objects kept in memory (default 30% of RAM). */
+  /** Bytes of object values kept in memory (default 30% of RAM). */
   objectStoreMemory?: number
+  /** Folder for values spilled to disk (default: a new temporary folder); emptied at start, deleted at close. */
+  spillDir?: string
+  /** Bytes of spill files allowed (default: as much as the disk takes). */
+  spillLimit?: number
   /** Default lifetime of results, in seconds (default 3600). */
   ttlS?: number
   /** Tasks handed to a worker beyond its CPU slot, so it never waits for the next (default 1). */
@@ -50,7 +65,16 @@ export interface NodeStats {
   running: number
   queued: number
   steals: number
-  objects: { count: number; bytes: number; spilledBytes: number }
+  objects: {
+    count: number
+    bytes: number
+    spilledCount: number
+    spilledBytes: number
+    /** Since the start: values written to disk and read back, objects freed. */
+    spills: { count: number; bytes: number }
+    restores: { count: number; bytes: number }
+    freed: number
+  }
   /** Finished and failed calls, by function. */
   tasks: Record<string, { finished: number; failed: number }>
   /** Bytes passed between threads by copy and by shared memory. */
@@ -72,6 +96,9 @@ const PREFETCH_MS = 2
 const PREFETCH_MAX = 256
 /** How long a worker has to answer a ping after a call ran out of time, before it is replaced. */
 const UNRESPONSIVE_MS = 1000
+/** Past this share of the store's memory, workers are asked to let go of dead handles (at most every COLLECT_GAP_MS). */
+const COLLECT_AT = 0.5
+const COLLECT_GAP_MS = 250
 
 export class LocalNode {
   readonly store: ObjectStore
@@ -87,6 +114,8 @@ export class LocalNode {
   readonly #idPrefix: string
   readonly #capacity: number
   readonly #ttlMs: number
+  readonly #memoryBytes: number
+  #lastCollect = 0
   #dispatchQueued = false
   #closing = false
   #offFunctions: () => void
@@ -107,9 +136,14 @@ export class LocalNode {
     this.#locate = options.locate
     this.#idPrefix = options.id === undefined ? '' : `${options.id}_`
     this.#scheduler = new WorkScheduler<Task>(cpus)
+    this.#memoryBytes = options.objectStoreMemory ?? Math.floor(totalmem() * 0.3)
     this.store = new ObjectStore({
-      maxBytes: options.objectStoreMemory ?? Math.floor(totalmem() * 0.3),
+      maxBytes: this.#memoryBytes,
       ttlMs: this.#ttlMs,
+      spill: new SpillStore({
+        dir: options.spillDir ?? mkdtempSync(join(tmpdir(), 'magpie-spill-')),
+        limitBytes: options.spillLimit ?? Number.POSITIVE_INFINITY,
+      }),
     })
     for (let i = 0; i < cpus; i++) this.#workers.push(this.#spawn(i))
     this.#offFunctions = options.functions.onChange(() => {
@@ -140,16 +174,38 @@ export class LocalNode {
 
   /**
    * Submits a call. Returns false, and runs nothing, if an object with its id exists.
-   * Throws FunctionNotFoundError for an unknown function.
+   * Throws FunctionNotFoundError for an unknown function. A call from outside
+   * (no `from`) makes an object a client sees, kept for its TTL; a call from a
+   * function makes one its worker holds, freed once nothing needs it.
    */
-  submit(spec: TaskSpec, origin?: number): boolean {
+  submit(spec: TaskSpec, from?: WorkerHandle): boolean {
     const record = this.#functions.get(spec.fn)
     if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
-    const task = makeTask(spec, record, origin)
+    const task = makeTask(spec, record, from?.index)
     const ttlS = task.options.ttlS
-    if (!this.store.create(spec.id, spec.fn, ttlS === undefined ? this.#ttlMs : ttlS * 1000)) return false
-    this.#whenArgsReady(task)
+    const created = this.store.create(spec.id, spec.fn, {
+      ttlMs: ttlS === undefined ? this.#ttlMs : ttlS * 1000,
+      visible: from === undefined,
+    })
+    if (!created) return false
+    if (from) this.#hold(from, spec.id)
+    this.#start(task)
     return true
+  }
+
+  /** Waits for the task's arguments, which it pins until it settles. */
+  #start(task: Task): void {
+    this.#whenArgsReady(task)
+    this.store.holdArguments(task.id, argumentIds(task))
+  }
+
+  /** A worker holds a handle to the object: it stays while the worker does. */
+  #hold(worker: WorkerHandle, id: string): void {
+    if (!worker.holds.has(id) && this.store.pin(id)) worker.holds.add(id)
+  }
+
+  #release(worker: WorkerHandle, id: string): void {
+    if (worker.holds.delete(id)) this.store.unpin(id)
   }
 
   /** Queues the task once its top-level refs are ready; fails it if one failed or is gone. */
@@ -184,7 +240,8 @@ export class LocalNode {
 
   /** Starts fetching a copy of a remote object; its entry is pending meanwhile, so tasks wait for it. */
   #fetchCopy(id: string, at: string): void {
-    if (!this.#fetchRemote || !this.store.create(id, null)) return
+    // A copy: kept for its TTL while there is room, dropped rather than spilled when there is not.
+    if (!this.#fetchRemote || !this.store.create(id, null, { cached: true, visible: true })) return
     this.#fetchRemote(id, at).then(
       (value) => {
         this.#counters.fetched.count += 1
@@ -256,13 +313,13 @@ export class LocalNode {
         args.push(arg)
         continue
       }
-      const entry = this.store.lookup(arg.id)
-      const problem = argumentProblem(arg.id, entry)
-      if (problem || !entry?.value) {
+      const problem = argumentProblem(arg.id, this.store.lookup(arg.id))
+      const value = problem ? undefined : this.store.value(arg.id)
+      if (!value) {
         this.#settle(task, { error: problem ?? lostArgument(arg.id) })
         return
       }
-      args.push(entry.value)
+      args.push(value)
     }
     this.#counters.crossing(args)
     task.attempts += 1
@@ -296,7 +353,13 @@ export class LocalNode {
           break
         case 'put':
           this.#counters.crossing([message.value])
-          this.store.put(message.id, message.value)
+          this.#put(worker, message.id, message.value)
+          break
+        case 'hold':
+          this.#hold(worker, message.id)
+          break
+        case 'release':
+          this.#release(worker, message.id)
           break
         case 'done':
           if ('value' in message.outcome) this.#counters.crossing([message.outcome.value])
@@ -322,12 +385,30 @@ export class LocalNode {
   #submitNested(worker: WorkerHandle, message: Extract<FromWorker, { type: 'submit' }>): void {
     const { id, fn, args, options } = message
     try {
-      this.submit({ id, fn, args, options }, worker.index)
+      this.submit({ id, fn, args, options }, worker)
     } catch (err) {
       // The function vanished between the call and now: its result says so.
       this.store.create(id, fn)
+      this.#hold(worker, id)
       this.store.settle(id, { error: { code: 'FUNCTION_NOT_FOUND', message: (err as Error).message } })
     }
+  }
+
+  /** A put from inside a function: its worker holds it; with no room left it fails with OBJECT_STORE_FULL. */
+  #put(worker: WorkerHandle, id: string, value: EncodedValue): void {
+    if (!this.store.create(id, null)) return
+    this.#hold(worker, id)
+    this.store.settle(id, { value })
+    this.#relieve()
+  }
+
+  /** When the store fills up, workers are asked to let go of handles they no longer use. */
+  #relieve(): void {
+    if (this.store.stats().bytes < this.#memoryBytes * COLLECT_AT) return
+    const now = performance.now()
+    if (now - this.#lastCollect < COLLECT_GAP_MS) return
+    this.#lastCollect = now
+    for (const w of this.#workers) if (w.holds.size > 0) w.send({ type: 'collect' })
   }
 
   /** Starts the call's time limit once its worker starts it. */
@@ -376,6 +457,7 @@ export class LocalNode {
     }
     if ('error' in outcome) outcome.error.attempts = task.attempts
     this.#settle(task, outcome)
+    if ('value' in outcome) this.#relieve()
   }
 
   /** Finishes a task's object, and counts the outcome per function. */
@@ -392,9 +474,8 @@ export class LocalNode {
         if (!done.has(id))
           return { error: { code: 'GET_TIMEOUT', message: `object ${id} not ready in time` } }
         const entry = this.store.lookup(id)
-        return entry?.value
-          ? { value: entry.value }
-          : { error: argumentProblem(id, entry) ?? lostArgument(id) }
+        const value = entry?.status === 'ready' ? this.store.value(id) : undefined
+        return value ? { value } : { error: argumentProblem(id, entry) ?? lostArgument(id) }
       })
       for (const r of results) if ('value' in r) this.#counters.crossing([r.value])
       worker.send({ type: 'values', req: message.req, results })
@@ -453,6 +534,9 @@ export class LocalNode {
         this.#settle(task, { error: crash })
       }
     }
+    // Handles die with their thread.
+    for (const id of worker.holds) this.store.unpin(id)
+    worker.holds.clear()
     const replacement = this.#spawn(worker.index)
     this.#workers[worker.index] = replacement
     replacement.online.then(() => this.#queueDispatch())
@@ -489,7 +573,7 @@ export class LocalNode {
     this.#counters.stolen.in += 1
     const record = this.#functions.get(spec.fn)
     if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
-    if (!this.submit(spec)) this.#whenArgsReady(makeTask(spec, record))
+    if (!this.submit(spec)) this.#start(makeTask(spec, record))
   }
 
   /** Frees an object; a queued task making it is dropped. */
@@ -508,7 +592,15 @@ export class LocalNode {
       running,
       queued: this.#scheduler.queued,
       steals: this.#scheduler.steals,
-      objects: { count: objects.count, bytes: objects.bytes, spilledBytes: 0 },
+      objects: {
+        count: objects.count,
+        bytes: objects.bytes,
+        spilledCount: objects.spilled.count,
+        spilledBytes: objects.spilled.bytes,
+        spills: objects.spills,
+        restores: objects.restores,
+        freed: objects.freed,
+      },
       tasks: this.#counters.outcomes(),
       threadBytes: this.#counters.threadBytes(),
       stolen: { ...this.#counters.stolen },
@@ -520,5 +612,6 @@ export class LocalNode {
     this.#closing = true
     this.#offFunctions()
     await Promise.all(this.#workers.map((w) => w.terminate()))
+    this.store.close()
   }
 }

@@ -2,7 +2,7 @@
 
 import type { SerializedError } from '../sdk/errors.ts'
 import type { CallOptions } from '../sdk/types.ts'
-import type { ObjectEntry } from './store/object-store.ts'
+import { type ObjectEntry, refsInJson } from './store/object-store.ts'
 import type { TaskArg } from './worker/messages.ts'
 
 /** A call as submitted, to the gateway or from inside a function. */
@@ -52,6 +52,16 @@ export function refArguments(task: TaskSpec): string[] {
   const ids: string[] = []
   for (const arg of task.args) if (arg.kind === 'ref' && !ids.includes(arg.id)) ids.push(arg.id)
   return ids
+}
+
+/** Every object a task's arguments refer to: its top-level refs and the `$ref`s inside JSON arguments. */
+export function argumentIds(task: TaskSpec): string[] {
+  const ids = new Set<string>()
+  for (const arg of task.args) {
+    if (arg.kind === 'ref') ids.add(arg.id)
+    else if (arg.kind === 'json') for (const id of refsInJson(arg.text)) ids.add(id)
+  }
+  return [...ids]
 }
 
 /** Why an argument object cannot be used, or undefined if it can (Ray's rule: its failure is the task's). */

@@ -92,9 +92,18 @@ export function encodeValue(value: unknown): EncodedValue {
   return { kind: 'json', text }
 }
 
-/** Parses JSON text; `{"$ref"}` markers come back as ObjectRefs (the slower reviver runs only if there may be one). */
-export function parseWithRefs(text: string): unknown {
-  return text.includes('"$ref"') ? JSON.parse(text, reviveRefs) : JSON.parse(text)
+/**
+ * Parses JSON text; `{"$ref"}` markers come back as ObjectRefs (the slower
+ * reviver runs only if there may be one), each passed to `onRef` if given.
+ */
+export function parseWithRefs(text: string, onRef?: (ref: ObjectRef) => void): unknown {
+  if (!text.includes('"$ref"')) return JSON.parse(text)
+  if (!onRef) return JSON.parse(text, reviveRefs)
+  return JSON.parse(text, (key, value) => {
+    const revived = reviveRefs(key, value)
+    if (revived !== value) onRef(revived as ObjectRef)
+    return revived
+  })
 }
 
 /** Decodes a stored value; `{"$ref"}` markers come back as ObjectRefs. */

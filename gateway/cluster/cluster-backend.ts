@@ -54,7 +54,8 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     return args.map((arg): WireArg => {
       if (arg.kind !== 'ref') return toWireArg(arg)
       const entry = directory.lookup(arg.id)
-      if (entry?.status === 'ready' && entry.value?.kind === 'json') return entry.value
+      const value = entry?.status === 'ready' ? directory.value(arg.id) : undefined
+      if (value?.kind === 'json') return value
       if (!entry?.node || entry.node === target.id) return { kind: 'ref', id: arg.id }
       const at = addressOf(entry.node)
       return at ? { kind: 'ref', id: arg.id, at } : { kind: 'ref', id: arg.id }
@@ -127,12 +128,12 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     for (const arg of spec.args) {
       if (arg.kind !== 'ref') continue
       const entry = directory.lookup(arg.id)
-      if (entry?.node === node.id && !entry.value) bytes += entry.size
+      if (entry?.node === node.id && !entry.stored) bytes += entry.size
     }
     return bytes
   }
 
-  type Meta = Omit<ObjectEntry, 'value'>
+  type Meta = Omit<ObjectEntry, 'refs'>
 
   async function nodeMeta(node: ClusterNode, id: string, waitS: number): Promise<Meta | undefined> {
     const response = await request(`${node.address}/internal/objects/${id}/meta?wait=${waitS}`, {
@@ -177,7 +178,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         throw new MagpieError(`no live node can run ${spec.fn} (cpus or resources)`, { code: 'NO_CAPACITY' })
       }
       const ttlMs = options.ttlS === undefined ? undefined : options.ttlS * 1000
-      if (!directory.create(spec.id, spec.fn, ttlMs)) return false
+      if (!directory.create(spec.id, spec.fn, { ttlMs, visible: true })) return false
       const job: Placed = {
         spec: { ...spec, options },
         attempts: 1,
@@ -203,7 +204,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       )
       await response.body.dump()
       if (response.statusCode >= 400) throw new MagpieError(`node ${node.id} refused the object`)
-      if (!directory.create(id, null, ttlMs)) return false
+      if (!directory.create(id, null, { ttlMs, visible: true })) return false
       const entry = directory.lookup(id) as ObjectEntry
       entry.node = node.id
       if (inline) directory.settle(id, { value })
@@ -211,14 +212,14 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       return true
     },
 
-    lookup: (id) => directory.lookup(id),
+    lookup: (id) => directory.seen(id),
 
     async locate(id) {
       const owner = registry.get(ownerOf(id) ?? '')
       if (!owner || owner.state === 'dead') return false
       const meta = await nodeMeta(owner, id, 0)
       if (!meta) return false
-      if (directory.create(id, meta.function, meta.ttlMs)) {
+      if (directory.create(id, meta.function, { ttlMs: meta.ttlMs, visible: true })) {
         const entry = directory.lookup(id) as ObjectEntry
         entry.node = owner.id
         entry.attempts = meta.attempts
@@ -230,8 +231,11 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     onSettled: (id, listener) => directory.onSettled(id, listener),
     waitAny: (ids, count, timeoutMs) => directory.waitAny(ids, count, timeoutMs),
 
+    valueHere: (id) => directory.value(id),
+
     async readValue(entry: ObjectEntry): Promise<EncodedValue> {
-      if (entry.value) return entry.value
+      const here = directory.value(entry.id)
+      if (here) return here
       const at = addressOf(entry.node)
       if (!at) throw new MagpieError(`object ${entry.id} was on a node that is gone`, { code: 'OBJECT_LOST' })
       return fetchObject(entry.id, at, secret)

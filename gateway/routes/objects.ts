@@ -2,7 +2,7 @@
 import { Hono } from 'hono'
 import { stream } from 'hono/streaming'
 import type { ObjectEntry } from '../../node/store/object-store.ts'
-import { BYTES_TYPE, newObjectId } from '../../sdk/codec.ts'
+import { BYTES_TYPE, JSON_TYPE, newObjectId } from '../../sdk/codec.ts'
 import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import type { Backend } from '../backend.ts'
 import {
@@ -115,7 +115,7 @@ export function objectRoutes(backend: Backend): Hono {
       }
       const offs = ids.map((id) =>
         backend.onSettled(id, (entry) => {
-          lines.push(settledLine(id, entry))
+          lines.push(settledLine(id, entry, backend))
           remaining -= 1
           if (!flushQueued) {
             flushQueued = true
@@ -142,15 +142,16 @@ function checkIds(ids: unknown): asserts ids is string[] {
 }
 
 /** One line of an object stream: the value inline if it is JSON, else where to read it. */
-function settledLine(id: string, entry: ObjectEntry | undefined): string {
+function settledLine(id: string, entry: ObjectEntry | undefined, backend: Backend): string {
   const head = `{"id":${JSON.stringify(id)},"status":`
   if (!entry) {
     return `${head}"gone","error":${JSON.stringify({ code: 'OBJECT_NOT_FOUND', message: `no object ${id}` })}}\n`
   }
   if (entry.status === 'ready') {
     // JSON at hand goes inline; bytes, and values held on another node, are read with GET.
-    return entry.value?.kind === 'json'
-      ? `${head}"ready","value":${entry.value.text}}\n`
+    const value = entry.contentType === JSON_TYPE ? backend.valueHere(id) : undefined
+    return value?.kind === 'json'
+      ? `${head}"ready","value":${value.text}}\n`
       : `${head}"ready","contentType":"${entry.contentType ?? BYTES_TYPE}","size":${entry.size}}\n`
   }
   const error = entry.error ?? { code: 'TASK_CANCELLED', message: `object ${id} was cancelled` }

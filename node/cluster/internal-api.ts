@@ -15,7 +15,7 @@ import {
 } from '../../sdk/errors.ts'
 import { type CallOptions, checkCallOptions } from '../../sdk/types.ts'
 import type { LocalNode } from '../node.ts'
-import { isSettled, type ObjectEntry } from '../store/object-store.ts'
+import { isSettled, type ObjectEntry, type ObjectStore } from '../store/object-store.ts'
 import type { TaskArg } from '../worker/messages.ts'
 import { asBuffer, toShared } from '../worker/shared-bytes.ts'
 
@@ -64,10 +64,10 @@ export function checkArgs(args: unknown): TaskArg[] {
 }
 
 /** The raw value of a ready object, or its error, or 202 while it is unfinished. */
-export function objectReply(id: string, entry: ObjectEntry | undefined): Response {
+export function objectReply(id: string, entry: ObjectEntry | undefined, store: ObjectStore): Response {
   if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
-  if (entry.status === 'ready' && entry.value) {
-    const value = entry.value
+  const value = entry.status === 'ready' ? store.value(id) : undefined
+  if (value) {
     return value.kind === 'json'
       ? new Response(value.text, { headers: { 'content-type': JSON_TYPE } })
       : new Response(new Uint8Array(value.bytes), { headers: { 'content-type': BYTES_TYPE } })
@@ -121,9 +121,9 @@ export function internalApi(options: InternalApiOptions): Hono {
     if (moved && !node.store.has(id))
       return c.redirect(`${moved}/internal/objects/${id}?${new URL(c.req.url).searchParams}`, 307)
     const wait = Number(c.req.query('wait') ?? 0)
-    const entry =
-      wait > 0 ? await node.store.whenSettled(id, Math.min(wait, 60) * 1000) : node.store.lookup(id)
-    return objectReply(id, entry)
+    if (wait > 0) await node.store.whenSettled(id, Math.min(wait, 60) * 1000)
+    // Another process has the id now: the object keeps its TTL from here on.
+    return objectReply(id, node.store.seen(id), node.store)
   })
 
   /** An object's status, without its value; `?wait=S` waits for it to settle. */
@@ -133,7 +133,7 @@ export function internalApi(options: InternalApiOptions): Hono {
     const entry =
       wait > 0 ? await node.store.whenSettled(id, Math.min(wait, 60) * 1000) : node.store.lookup(id)
     if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
-    const { value: _value, ...meta } = entry
+    const { refs: _refs, ...meta } = entry
     return c.json(meta)
   })
 
@@ -145,7 +145,7 @@ export function internalApi(options: InternalApiOptions): Hono {
       ? { kind: 'bytes', bytes: toShared(new Uint8Array(await c.req.arrayBuffer())) }
       : { kind: 'json', text: await c.req.text() }
     const ttl = Number(c.req.query('ttlMs'))
-    node.store.put(id, value, ttl > 0 ? ttl : undefined)
+    node.store.put(id, value, { ttlMs: ttl > 0 ? ttl : undefined, visible: true })
     return c.body(null, 204)
   })
 

@@ -8,10 +8,11 @@ import { canRun } from '../../gateway/cluster/placement.ts'
 import { newNodeId } from '../../gateway/cluster/registry.ts'
 import { listen } from '../../gateway/listen.ts'
 import { FunctionRegistry } from '../../gateway/registry/registry.ts'
-import { BYTES_TYPE, type EncodedValue } from '../../sdk/codec.ts'
+import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../../sdk/codec.ts'
 import { errorFromBody, serializeError } from '../../sdk/errors.ts'
 import { LocalNode } from '../node.ts'
-import type { ObjectEntry } from '../store/object-store.ts'
+import type { ObjectEntry, ObjectStore } from '../store/object-store.ts'
+import { argumentIds } from '../task.ts'
 import { toShared } from '../worker/shared-bytes.ts'
 import { internalApi, SECRET_HEADER, toWireArg } from './internal-api.ts'
 import { type Peer, type StolenCall, Thief } from './thief.ts'
@@ -45,7 +46,7 @@ export interface Settled {
   value?: string
 }
 
-function settledOf(id: string, entry: ObjectEntry): Settled {
+function settledOf(id: string, entry: ObjectEntry, store: ObjectStore): Settled {
   const settled: Settled = {
     id,
     status: entry.status,
@@ -54,7 +55,10 @@ function settledOf(id: string, entry: ObjectEntry): Settled {
     attempts: entry.attempts,
   }
   if (entry.error) settled.error = entry.error
-  if (entry.value?.kind === 'json' && entry.size <= INLINE_MAX) settled.value = entry.value.text
+  if (entry.status === 'ready' && entry.contentType === JSON_TYPE && entry.size <= INLINE_MAX) {
+    const value = store.value(id)
+    if (value?.kind === 'json') settled.value = value.text
+  }
   return settled
 }
 
@@ -165,7 +169,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       outboxes.set(to, outbox)
       setImmediate(() => sendReports(to))
     }
-    outbox.push(settledOf(id, entry))
+    outbox.push(settledOf(id, entry, node.store))
   }
   const runFor = (id: string, owner: string) => {
     owners.set(id, owner)
@@ -207,6 +211,8 @@ export async function startNodeProcess(options: NodeProcessOptions) {
         if (thief.address && node.store.waitedOn(task.id)) copyFrom(task.id, thief.address)
         else node.store.delete(task.id)
       }
+      // The thief reads them from here later: they keep their TTL whatever happens to the call here.
+      for (const id of argumentIds(task)) node.store.seen(id)
       const args = task.args.map((a) =>
         a.kind === 'ref' && !a.at && node.store.has(a.id)
           ? { kind: 'ref' as const, id: a.id, at: address }

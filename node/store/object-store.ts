@@ -1,19 +1,30 @@
 /**
- * A node's object store: the status of every object this node knows of, and
- * the encoded values of finished ones. Objects still being computed sit in a
- * plain map (never evicted); finished ones live in an lru-cache bounded by
- * bytes, kept for their TTL after they were last read.
+ * A node's object store: the status of every object this node knows of, the
+ * encoded values of finished ones, and how long each must live.
+ *
+ * Values live in memory, in an lru-cache bounded by their encoded size; when
+ * it is full, the least recently used go to disk (a SpillStore) and come back
+ * on access. An object is never dropped while it is needed:
+ * - it is pinned while a pending task takes it as an argument, while a value
+ *   stored here contains a `$ref` to it, and while some holder (a worker
+ *   thread's live ObjectRef) says so;
+ * - an object a client could see (the result of a call made from outside, a
+ *   put, an object read by a client or another node) lives for its TTL after
+ *   it was last seen;
+ * - an object made inside a function that nothing pins is freed at once.
+ * Only when memory and disk are both full does storing fail, with
+ * OBJECT_STORE_FULL, and then nothing stored before is harmed.
  */
 import { LRUCache } from 'lru-cache'
 import { contentTypeOf, type EncodedValue, sizeOf } from '../../sdk/codec.ts'
-import type { SerializedError } from '../../sdk/errors.ts'
+import { ObjectStoreFullError, type SerializedError, serializeError } from '../../sdk/errors.ts'
+import type { SpillStore } from './spill.ts'
 
 export type ObjectStatus = 'pending' | 'running' | 'ready' | 'failed' | 'cancelled'
 
 export interface ObjectEntry {
   readonly id: string
   status: ObjectStatus
-  value?: EncodedValue
   error?: SerializedError
   size: number
   contentType: string | null
@@ -23,19 +34,56 @@ export interface ObjectEntry {
   ttlMs: number
   /** The node that holds the value, where another process does. */
   node?: string
+  /** Whether the value is stored here (in memory or spilled). */
+  stored: boolean
+  /** Tasks, containing values and holders that need it. */
+  pins: number
+  /** A client could have seen it: it lives until this time (0: it lives only while pinned). */
+  expiresAt: number
+  /** Seen by a client or another process: it keeps a TTL. */
+  visible: boolean
+  /** A copy of an object owned elsewhere: dropped rather than spilled when memory is full. */
+  cached: boolean
+  /** Objects this one pins: its arguments while it is pending, the refs in its value once ready. */
+  refs: string[] | undefined
+}
+
+export interface CreateOptions {
+  /** Lifetime after a client last saw it, in ms (default: the store's). */
+  ttlMs?: number | undefined
+  /** Made for a client (a call from outside, a put): it gets a TTL. */
+  visible?: boolean
+  /** A copy of an object owned elsewhere. */
+  cached?: boolean
 }
 
 export interface ObjectStoreOptions {
-  /** Bytes of finished objects kept in memory. */
+  /** Bytes of values kept in memory. */
   maxBytes: number
-  /** Default lifetime of a finished object after it was last read, in ms. */
+  /** Default lifetime of a visible object after it was last seen, in ms. */
   ttlMs: number
+  /** Where values go when memory is full; without it, a full memory is OBJECT_STORE_FULL. */
+  spill?: SpillStore | undefined
   /** Clock in ms for creation times and TTLs (tests pass a fake one). */
   now?: () => number
 }
 
-/** Bookkeeping bytes counted per object on top of its value. */
+export interface StoreStats {
+  count: number
+  unfinished: number
+  /** Bytes of values in memory. */
+  bytes: number
+  spilled: { count: number; bytes: number }
+  /** Values written to disk and read back since the start. */
+  spills: { count: number; bytes: number }
+  restores: { count: number; bytes: number }
+  freed: number
+}
+
+/** Bookkeeping bytes counted per value on top of its encoded size. */
 const ENTRY_OVERHEAD = 128
+const SWEEP_MS = 1000
+const REF_PATTERN = /"\$ref"\s*:\s*"([A-Za-z0-9_-]{16,64})"/g
 
 type Listener = (entry: ObjectEntry | undefined) => void
 
@@ -48,34 +96,52 @@ export function isSettled(entry: ObjectEntry): boolean {
   return entry.status === 'ready' || entry.status === 'failed' || entry.status === 'cancelled'
 }
 
+/** The distinct object ids in `{"$ref": id}` markers of JSON text. */
+export function refsInJson(text: string): string[] {
+  if (!text.includes('"$ref"')) return []
+  const ids = new Set<string>()
+  for (const match of text.matchAll(REF_PATTERN)) ids.add(match[1] as string)
+  return [...ids]
+}
+
 export class ObjectStore {
-  readonly #unfinished = new Map<string, ObjectEntry>()
-  readonly #finished: LRUCache<string, ObjectEntry>
+  readonly #entries = new Map<string, ObjectEntry>()
+  readonly #memory: LRUCache<string, EncodedValue>
+  readonly #maxBytes: number
+  readonly #spill: SpillStore | undefined
   readonly #listeners = new Map<string, Listener[]>()
   readonly #now: () => number
   readonly #ttlMs: number
+  /** Ids of visible objects by the second their TTL may have run out by (checked again then). */
+  readonly #expiries = new Map<number, string[]>()
+  readonly #sweeper: ReturnType<typeof setInterval>
+  #unfinished = 0
+  #valueBytes = 0
+  readonly #counts = { spills: { count: 0, bytes: 0 }, restores: { count: 0, bytes: 0 }, freed: 0 }
 
   constructor(options: ObjectStoreOptions) {
     if (!(options.maxBytes > 0)) throw new TypeError('options.maxBytes must be a positive number')
     if (!(options.ttlMs > 0)) throw new TypeError('options.ttlMs must be a positive number')
     this.#now = options.now ?? Date.now
     this.#ttlMs = options.ttlMs
-    this.#finished = new LRUCache<string, ObjectEntry>({
+    this.#maxBytes = options.maxBytes
+    this.#spill = options.spill
+    this.#memory = new LRUCache<string, EncodedValue>({
       maxSize: options.maxBytes,
-      sizeCalculation: (entry) => entry.size + ENTRY_OVERHEAD,
-      ttl: options.ttlMs,
-      updateAgeOnGet: true,
-      updateAgeOnHas: false,
-      perf: { now: this.#now },
-      // A given clock is read on every check: lru-cache's 1 ms time cache would hide fake time.
-      ...(options.now ? { ttlResolution: 0 } : {}),
+      sizeCalculation: (value) => sizeOf(value) + ENTRY_OVERHEAD,
+      // Room is made before every set (#makeRoom); this only counts what leaves.
+      dispose: (value) => {
+        this.#valueBytes -= sizeOf(value)
+      },
     })
+    this.#sweeper = setInterval(() => this.expire(), SWEEP_MS)
+    this.#sweeper.unref()
   }
 
   /** Registers an object to be computed; false if the id is taken. */
-  create(id: string, fn: string | null, ttlMs = this.#ttlMs): boolean {
+  create(id: string, fn: string | null, options: CreateOptions = {}): boolean {
     if (this.has(id)) return false
-    this.#unfinished.set(id, {
+    this.#entries.set(id, {
       id,
       status: 'pending',
       size: 0,
@@ -83,38 +149,109 @@ export class ObjectStore {
       function: fn,
       attempts: 0,
       createdAt: this.#now(),
-      ttlMs,
+      ttlMs: options.ttlMs ?? this.#ttlMs,
+      stored: false,
+      pins: 0,
+      expiresAt: 0,
+      visible: options.visible ?? false,
+      cached: options.cached ?? false,
+      refs: undefined,
     })
+    this.#unfinished += 1
     return true
   }
 
   has(id: string): boolean {
-    return this.#unfinished.has(id) || this.#finished.has(id)
+    return this.lookup(id) !== undefined
   }
 
-  /** The entry of an object, refreshing its TTL if it is finished. */
+  /** The entry of an object (an expired one is freed on the spot). */
   lookup(id: string): ObjectEntry | undefined {
-    return this.#unfinished.get(id) ?? this.#finished.get(id)
+    const entry = this.#entries.get(id)
+    if (entry && entry.expiresAt !== 0 && entry.expiresAt <= this.#now() && this.#freeable(entry)) {
+      this.#free(entry)
+      return undefined
+    }
+    return entry
+  }
+
+  /** A client or another process saw the object now: it lives for its TTL from now (once it is finished). */
+  seen(id: string): ObjectEntry | undefined {
+    const entry = this.lookup(id)
+    if (!entry) return undefined
+    this.#see(entry)
+    // Whoever reads its value sees the ids in it too (what those contain, they pin).
+    if (entry.status === 'ready' && entry.refs) {
+      for (const ref of entry.refs) {
+        const inner = this.#entries.get(ref)
+        if (inner) this.#see(inner)
+      }
+    }
+    return entry
+  }
+
+  #see(entry: ObjectEntry): void {
+    entry.visible = true
+    if (isSettled(entry)) this.#extend(entry)
+  }
+
+  /** The value of a ready object held here, read back from disk if it was spilled. */
+  value(id: string): EncodedValue | undefined {
+    const inMemory = this.#memory.get(id)
+    if (inMemory) return inMemory
+    const spilled = this.#spill?.read(id)
+    if (!spilled) return undefined
+    this.#counts.restores.count += 1
+    this.#counts.restores.bytes += sizeOf(spilled)
+    try {
+      this.#toMemory(id, spilled)
+    } catch (err) {
+      if (!(err instanceof ObjectStoreFullError)) throw err
+      // No room in memory even after spilling others: it is read from disk each time.
+    }
+    return spilled
   }
 
   markRunning(id: string, attempts: number): void {
-    const entry = this.#unfinished.get(id)
-    if (!entry) return
+    const entry = this.#entries.get(id)
+    if (!entry || isSettled(entry)) return
     entry.status = 'running'
     entry.attempts = attempts
   }
 
-  /** Stores a value under a new id (a put); false if the id is taken. */
-  put(id: string, value: EncodedValue, ttlMs = this.#ttlMs): boolean {
-    if (!this.create(id, null, ttlMs)) return false
-    this.settle(id, { value })
+  /**
+   * Stores a value under a new id (a put); false if the id is taken. Throws
+   * ObjectStoreFullError, storing nothing, when memory and disk are full.
+   */
+  put(id: string, value: EncodedValue, options: CreateOptions = {}): boolean {
+    if (!this.create(id, null, options)) return false
+    const entry = this.#entries.get(id) as ObjectEntry
+    try {
+      this.#keep(entry, value)
+    } catch (err) {
+      this.#entries.delete(id)
+      this.#unfinished -= 1
+      throw err
+    }
+    this.#finish(entry, { value })
     return true
+  }
+
+  /**
+   * Pins the objects a pending task takes as arguments (top-level and nested
+   * `$ref`s) until it settles. Ids not stored here are skipped.
+   */
+  holdArguments(id: string, argIds: readonly string[]): void {
+    const entry = this.#entries.get(id)
+    if (!entry || isSettled(entry) || argIds.length === 0) return
+    entry.refs = this.#pinAll(argIds, entry.refs)
   }
 
   /**
    * Finishes an object with its value or error; wakes whoever waits for it.
    * `elsewhere` records an object that is ready but stored on another node
-   * (a head's directory keeps only small values itself).
+   * (a head's directory keeps only small values itself). A value that fits
+   * neither memory nor disk fails the object with OBJECT_STORE_FULL.
    */
   settle(
     id: string,
@@ -123,14 +260,36 @@ export class ObjectStore {
       | { elsewhere: { size: number; contentType: string } }
       | { error: SerializedError; cancelled?: boolean },
   ): void {
-    const entry = this.#unfinished.get(id)
-    if (!entry) return // freed while it was computed
-    this.#unfinished.delete(id)
+    const entry = this.#entries.get(id)
+    if (!entry || isSettled(entry)) return // freed while it was computed, or settled already
+    if ('value' in outcome) {
+      try {
+        this.#keep(entry, outcome.value)
+      } catch (err) {
+        if (!(err instanceof ObjectStoreFullError)) throw err
+        this.#finish(entry, { error: serializeError(err) })
+        return
+      }
+    }
+    this.#finish(entry, outcome)
+  }
+
+  #finish(
+    entry: ObjectEntry,
+    outcome:
+      | { value: EncodedValue }
+      | { elsewhere: { size: number; contentType: string } }
+      | { error: SerializedError; cancelled?: boolean },
+  ): void {
+    this.#unfinished -= 1
+    const argRefs = entry.refs
+    entry.refs = undefined
     if ('value' in outcome) {
       entry.status = 'ready'
-      entry.value = outcome.value
       entry.size = sizeOf(outcome.value)
       entry.contentType = contentTypeOf(outcome.value)
+      // What the value refers to is pinned before the arguments are let go: one may be both.
+      if (outcome.value.kind === 'json') entry.refs = this.#pinAll(refsInJson(outcome.value.text))
     } else if ('elsewhere' in outcome) {
       entry.status = 'ready'
       entry.size = outcome.elsewhere.size
@@ -139,15 +298,50 @@ export class ObjectStore {
       entry.status = outcome.cancelled ? 'cancelled' : 'failed'
       entry.error = outcome.error
     }
-    this.#finished.set(id, entry, { ttl: entry.ttlMs })
-    this.#notify(id, entry)
+    if (argRefs) for (const ref of argRefs) this.unpin(ref)
+    if (entry.visible) this.#extend(entry)
+    this.#notify(entry.id, entry)
+    if (this.#freeable(entry)) this.#free(entry)
   }
 
-  /** Frees an object now; whoever waits for it learns it is gone. */
+  /** One more holder needs the object; false if it is not here. */
+  pin(id: string): boolean {
+    const entry = this.#entries.get(id)
+    if (!entry) return false
+    entry.pins += 1
+    return true
+  }
+
+  /** A holder no longer needs the object: freed if nothing else does. */
+  unpin(id: string): void {
+    const entry = this.#entries.get(id)
+    if (!entry || entry.pins === 0) return
+    entry.pins -= 1
+    if (entry.pins === 0 && this.#freeable(entry)) this.#free(entry)
+  }
+
+  /** Frees an object now, whoever holds it; whoever waits for it learns it is gone. */
   delete(id: string): boolean {
-    const existed = this.#unfinished.delete(id) || this.#finished.delete(id)
-    if (existed) this.#notify(id, undefined)
-    return existed
+    const entry = this.#entries.get(id)
+    if (!entry) return false
+    this.#free(entry)
+    return true
+  }
+
+  /** Frees the visible objects whose TTL has run out and that nothing pins. */
+  expire(): void {
+    const now = this.#now()
+    const due = [...this.#expiries.keys()].filter((second) => second * 1000 <= now)
+    for (const second of due) {
+      const ids = this.#expiries.get(second) ?? []
+      this.#expiries.delete(second)
+      for (const id of ids) {
+        const entry = this.#entries.get(id)
+        if (!entry) continue
+        if (entry.expiresAt > now) this.#schedule(entry)
+        else if (this.#freeable(entry)) this.#free(entry)
+      }
+    }
   }
 
   /** Calls `listener` once the object settles (or at once if it has); undefined means it is gone. */
@@ -218,9 +412,43 @@ export class ObjectStore {
     })
   }
 
+  /** Whether anyone here waits for the object to settle. */
+  waitedOn(id: string): boolean {
+    return (this.#listeners.get(id)?.length ?? 0) > 0
+  }
+
+  /** Ids of objects whose values are in memory here and at least `minBytes`, at most `limit` of them. */
+  largest(minBytes: number, limit: number): string[] {
+    const ids: string[] = []
+    for (const [id, value] of this.#memory.entries()) {
+      if (ids.length >= limit) break
+      if (sizeOf(value) >= minBytes) ids.push(id)
+    }
+    return ids
+  }
+
+  /** Counts for status pages and metrics. */
+  stats(): StoreStats {
+    const spilled = this.#spill?.stats()
+    return {
+      count: this.#entries.size,
+      unfinished: this.#unfinished,
+      bytes: this.#valueBytes,
+      spilled: { count: spilled?.count ?? 0, bytes: spilled?.bytes ?? 0 },
+      spills: { ...this.#counts.spills },
+      restores: { ...this.#counts.restores },
+      freed: this.#counts.freed,
+    }
+  }
+
+  /** Stops the sweeper and deletes the spill files. */
+  close(): void {
+    clearInterval(this.#sweeper)
+    this.#spill?.close()
+  }
+
   #isDone(id: string): boolean {
-    if (this.#unfinished.has(id)) return false
-    const entry = this.#finished.peek(id)
+    const entry = this.lookup(id)
     return entry === undefined || isSettled(entry)
   }
 
@@ -231,27 +459,97 @@ export class ObjectStore {
     for (const listener of list) listener(entry)
   }
 
-  /** Whether anyone here waits for the object to settle. */
-  waitedOn(id: string): boolean {
-    return (this.#listeners.get(id)?.length ?? 0) > 0
+  #freeable(entry: ObjectEntry): boolean {
+    return (
+      isSettled(entry) && entry.pins === 0 && entry.expiresAt <= this.#now() && !this.#listeners.has(entry.id)
+    )
   }
 
-  /** Ids of finished objects held here whose values are at least `minBytes`, at most `limit` of them. */
-  largest(minBytes: number, limit: number): string[] {
-    const ids: string[] = []
-    for (const [id, entry] of this.#finished.entries()) {
-      if (ids.length >= limit) break
-      if (entry.value && entry.size >= minBytes) ids.push(id)
-    }
-    return ids
+  #extend(entry: ObjectEntry): void {
+    const until = this.#now() + entry.ttlMs
+    if (until <= entry.expiresAt) return
+    const scheduled = entry.expiresAt !== 0
+    entry.expiresAt = until
+    // An entry already in a bucket is moved on when that bucket comes due.
+    if (!scheduled) this.#schedule(entry)
   }
 
-  /** Counts for status pages and metrics. */
-  stats(): { count: number; bytes: number; unfinished: number } {
-    return {
-      count: this.#finished.size + this.#unfinished.size,
-      bytes: this.#finished.calculatedSize,
-      unfinished: this.#unfinished.size,
+  #schedule(entry: ObjectEntry): void {
+    // Buckets are checked once their second has passed, when every TTL in them has run out.
+    const second = Math.ceil(entry.expiresAt / 1000)
+    const ids = this.#expiries.get(second)
+    if (ids) ids.push(entry.id)
+    else this.#expiries.set(second, [entry.id])
+  }
+
+  #pinAll(ids: readonly string[], into: string[] = []): string[] | undefined {
+    for (const id of ids) if (this.pin(id)) into.push(id)
+    return into.length > 0 ? into : undefined
+  }
+
+  #free(entry: ObjectEntry): void {
+    const { id } = entry
+    if (this.#entries.get(id) !== entry) return
+    this.#entries.delete(id)
+    if (!isSettled(entry)) this.#unfinished -= 1
+    this.#memory.delete(id)
+    this.#spill?.remove(id)
+    this.#counts.freed += 1
+    const refs = entry.refs
+    entry.refs = undefined
+    this.#notify(id, undefined)
+    if (refs) for (const ref of refs) this.unpin(ref)
+  }
+
+  /** Keeps a value here: in memory if it fits, else on disk. */
+  #keep(entry: ObjectEntry, value: EncodedValue): void {
+    const size = sizeOf(value) + ENTRY_OVERHEAD
+    if (size > this.#maxBytes) {
+      if (!this.#spill) throw this.#full(size)
+      this.#spill.write(entry.id, value)
+      this.#counts.spills.count += 1
+      this.#counts.spills.bytes += size - ENTRY_OVERHEAD
+    } else {
+      this.#toMemory(entry.id, value)
     }
+    entry.stored = true
+  }
+
+  #toMemory(id: string, value: EncodedValue): void {
+    const size = sizeOf(value)
+    this.#makeRoom(size + ENTRY_OVERHEAD)
+    this.#memory.set(id, value)
+    this.#valueBytes += size
+  }
+
+  /**
+   * Frees `need` bytes of memory: the least recently used values go to disk
+   * (unneeded copies of objects owned elsewhere are dropped instead). Throws
+   * ObjectStoreFullError if the disk has no room; what moved so far stays moved.
+   */
+  #makeRoom(need: number): void {
+    while (this.#memory.calculatedSize + need > this.#maxBytes) {
+      const id = this.#memory.rkeys().next().value as string | undefined
+      if (id === undefined) return
+      const value = this.#memory.peek(id) as EncodedValue
+      const entry = this.#entries.get(id)
+      if (entry?.cached && entry.pins === 0) {
+        this.#free(entry)
+        continue
+      }
+      if (!this.#spill) throw this.#full(need)
+      if (!this.#spill.has(id)) {
+        this.#spill.write(id, value)
+        this.#counts.spills.count += 1
+        this.#counts.spills.bytes += sizeOf(value)
+      }
+      this.#memory.delete(id)
+    }
+  }
+
+  #full(need: number): ObjectStoreFullError {
+    return new ObjectStoreFullError(
+      `object store full: ${need} bytes do not fit in ${this.#maxBytes} bytes of memory, and nothing spills to disk`,
+    )
   }
 }

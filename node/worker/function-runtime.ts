@@ -20,6 +20,7 @@ import {
   type WaitOptions,
 } from '../../sdk/types.ts'
 import type { FromWorker, Outcome, TaskArg, ToWorker } from './messages.ts'
+import type { RefTracker } from './ref-tracker.ts'
 import { asBuffer, toShared } from './shared-bytes.ts'
 
 /** What the runtime needs of its worker thread. */
@@ -34,10 +35,13 @@ export interface RuntimeIO {
   knows(name: string): boolean
   /** Starts the ids of objects made here. */
   idPrefix: string
+  /** Counts the handles this thread holds. */
+  refs: RefTracker
 }
 
-export function decodeArg(value: EncodedValue): unknown {
-  return value.kind === 'json' ? parseWithRefs(value.text) : asBuffer(value.bytes)
+/** A value as a function sees it; the refs in it are counted as held by this thread. */
+export function decodeArg(value: EncodedValue, refs: RefTracker): unknown {
+  return value.kind === 'json' ? parseWithRefs(value.text, (ref) => refs.decoded(ref)) : asBuffer(value.bytes)
 }
 
 export function encodeArg(arg: unknown): TaskArg {
@@ -46,9 +50,9 @@ export function encodeArg(arg: unknown): TaskArg {
   return value.kind === 'bytes' ? { kind: 'bytes', bytes: toShared(value.bytes) } : value
 }
 
-function decodeOutcome(outcome: Outcome): unknown {
+function decodeOutcome(outcome: Outcome, refs: RefTracker): unknown {
   if ('error' in outcome) throw deserializeError(outcome.error)
-  return decodeArg(outcome.value)
+  return decodeArg(outcome.value, refs)
 }
 
 function refIds(value: unknown, what: string): string[] {
@@ -69,13 +73,18 @@ function timeoutMsOf(timeout: unknown): number | null {
 }
 
 export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
+  const made = (id: string) => {
+    const ref = new ObjectRef(id)
+    io.refs.made(ref)
+    return ref
+  }
   const makeRemote = (name: string, options: CallOptions): RemoteFunction => ({
     name,
     remote: (...args: unknown[]) => {
       if (!io.knows(name)) throw new FunctionNotFoundError(`no function named ${name}`)
       const id = newObjectId(io.idPrefix)
       io.send({ type: 'submit', id, fn: name, args: args.map(encodeArg), options, parent: io.currentTask() })
-      return new ObjectRef(id)
+      return made(id)
     },
     options: (more: CallOptions) => makeRemote(name, { ...options, ...checkCallOptions(more) }),
   })
@@ -88,7 +97,7 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
       const timeoutMs = timeoutMsOf(options.timeout)
       const reply = await io.request((req) => ({ type: 'get', req, task: io.currentTask(), ids, timeoutMs }))
       if (reply.type !== 'values') throw new MagpieError('unexpected reply to get')
-      const values = reply.results.map(decodeOutcome)
+      const values = reply.results.map((outcome) => decodeOutcome(outcome, io.refs))
       return Array.isArray(refOrRefs) ? values : values[0]
     },
 
@@ -97,7 +106,7 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
       const encoded = encodeArg(value)
       if (encoded.kind === 'ref') throw new TypeError('put takes a value, not an ObjectRef')
       io.send({ type: 'put', id, value: encoded })
-      return new ObjectRef(id)
+      return made(id)
     },
 
     async wait(refs: readonly ObjectRef[], options: WaitOptions = {}) {

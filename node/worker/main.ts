@@ -11,6 +11,7 @@ import { type FunctionRuntime, RUNTIME_KEY } from '../../sdk/runtime.ts'
 import type { AnyFunction } from '../../sdk/types.ts'
 import { createFunctionRuntime, decodeArg } from './function-runtime.ts'
 import type { FromWorker, Outcome, RunTask, ToWorker, WorkerData } from './messages.ts'
+import { RefTracker } from './ref-tracker.ts'
 import { toShared } from './shared-bytes.ts'
 
 if (!parentPort) throw new Error('node/worker/main.ts runs as a worker thread')
@@ -87,7 +88,9 @@ function request(make: (req: number) => FromWorker): Promise<ToWorker> {
 
 // ---- the in-function API ----
 
+const refs = new RefTracker(send)
 const runtime = createFunctionRuntime({
+  refs,
   send,
   request,
   currentTask: () => context.getStore()?.task.id ?? null,
@@ -122,6 +125,7 @@ function pump(): void {
 }
 
 function start(task: RunTask): void {
+  refs.busy()
   active += task.weight
   const running: Running = { task, startedAt: performance.now(), waiting: 0, done: false }
   started.set(task.id, running)
@@ -146,7 +150,7 @@ function call(running: Running): void {
   let result: unknown
   try {
     const fn = modules.get(task.url) as AnyFunction
-    result = fn(...task.args.map(decodeArg))
+    result = fn(...task.args.map((arg) => decodeArg(arg, refs)))
   } catch (err) {
     finish(running, { error: serializeError(err) })
     return
@@ -180,6 +184,7 @@ function finish(running: Running, outcome: Outcome): void {
   durations.set(running.task.fn, before === undefined ? ms : (before + ms) / 2)
   send({ type: 'done', id: running.task.id, outcome, ms })
   pump()
+  if (started.size === 0) refs.idle()
 }
 
 function release(running: Running): void {
@@ -225,6 +230,9 @@ function receive(batch: ToWorker[]): void {
       }
       case 'ping':
         send({ type: 'pong', req: message.req })
+        break
+      case 'collect':
+        refs.collect()
         break
     }
   }

@@ -34,6 +34,8 @@ export type ToWorker =
   /** The call ran out of time: forget it, and free its share of the thread. */
   | { type: 'abandon'; id: string }
   | { type: 'ping'; req: number }
+  /** The store fills up: collect garbage, so that dead handles are let go. */
+  | { type: 'collect' }
 
 export type FromWorker =
   | { type: 'submit'; id: string; fn: string; args: TaskArg[]; options: CallOptions; parent: string | null }
@@ -42,6 +44,9 @@ export type FromWorker =
   | { type: 'done'; id: string; outcome: Outcome; ms: number }
   | { type: 'started'; id: string }
   | { type: 'pong'; req: number }
+  /** This thread holds a handle to the object (it decoded one), or no longer does. */
+  | { type: 'hold'; id: string }
+  | { type: 'release'; id: string }
   | { type: 'get'; req: number; task: string | null; ids: string[]; timeoutMs: number | null }
   | {
       type: 'wait'

@@ -36,6 +36,8 @@ export class WorkerHandle {
   /** Expected run time of assigned tasks that are not waiting, in ms. */
   expectedMs = 0
   alive = true
+  /** Objects this thread holds handles to (each pins its object once). */
+  readonly holds = new Set<string>()
   #outbox: ToWorker[] = []
   #flushQueued = false
   #nextPing = 1

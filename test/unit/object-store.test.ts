@@ -14,10 +14,11 @@ describe('ObjectStore', () => {
   it('wakes waiters when an object settles', async () => {
     const store = new ObjectStore({ maxBytes: 1 << 20, ttlMs: 1000 })
     const id = 'b'.repeat(16)
-    store.create(id, 'f')
+    store.create(id, 'f', { visible: true })
     const settled = store.whenSettled(id, 5000)
     store.settle(id, { value: json('42') })
-    expect((await settled)?.value).toEqual(json('42'))
+    expect((await settled)?.status).toBe('ready')
+    expect(store.value(id)).toEqual(json('42'))
     expect(store.lookup(id)?.status).toBe('ready')
   })
 
@@ -31,15 +32,15 @@ describe('ObjectStore', () => {
     expect(await waiting).toEqual([ids[0], ids[2]])
   })
 
-  it('forgets finished objects after their TTL, counted from the last read', () => {
+  it('forgets visible objects after their TTL, counted from the last read', () => {
     let now = 1_000_000
     const store = new ObjectStore({ maxBytes: 1 << 20, ttlMs: 1000, now: () => now })
     const id = 'f'.repeat(16)
-    store.put(id, json('1'), 50)
+    store.put(id, json('1'), { ttlMs: 50, visible: true })
     now += 40
-    expect(store.lookup(id)).toBeDefined()
+    expect(store.seen(id)).toBeDefined()
     now += 40
-    expect(store.lookup(id)).toBeDefined()
+    expect(store.seen(id)).toBeDefined()
     now += 60
     expect(store.lookup(id)).toBeUndefined()
   })

@@ -1,0 +1,94 @@
+/**
+ * Which objects a worker thread still holds handles to. Every ObjectRef the
+ * thread makes or decodes is counted per id; when the garbage collector takes
+ * the last one of an id, the node is told, and may free the object. A thread
+ * that goes idle, or that the node asks to because its store fills up,
+ * collects garbage, so that dead handles do not keep objects alive for long.
+ */
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import type { ObjectRef } from '../../sdk/codec.ts'
+import type { FromWorker } from './messages.ts'
+
+/** How long a thread stays idle before it collects garbage, and how often it may. */
+const IDLE_COLLECT_MS = 100
+const MIN_COLLECT_GAP_MS = 200
+
+let collectGarbage: (() => void) | undefined
+function garbageCollector(): () => void {
+  if (!collectGarbage) {
+    const exposed = (globalThis as { gc?: () => void }).gc
+    if (exposed) collectGarbage = exposed
+    else {
+      setFlagsFromString('--expose-gc')
+      collectGarbage = runInNewContext('gc') as () => void
+    }
+  }
+  return collectGarbage
+}
+
+export class RefTracker {
+  readonly #counts = new Map<string, number>()
+  readonly #registry = new FinalizationRegistry<string>((id) => this.#drop(id))
+  readonly #send: (message: FromWorker) => void
+  #lastCollect = 0
+  #idleTimer: ReturnType<typeof setTimeout> | undefined
+
+  constructor(send: (message: FromWorker) => void) {
+    this.#send = send
+  }
+
+  /** A ref to an object made here (a call or a put): the node counts this thread as a holder already. */
+  made(ref: ObjectRef): void {
+    this.#counts.set(ref.id, (this.#counts.get(ref.id) ?? 0) + 1)
+    this.#registry.register(ref, ref.id)
+  }
+
+  /** A ref decoded from a value: the node learns that this thread holds the object. */
+  decoded(ref: ObjectRef): void {
+    const count = this.#counts.get(ref.id) ?? 0
+    if (count === 0) this.#send({ type: 'hold', id: ref.id })
+    this.#counts.set(ref.id, count + 1)
+    this.#registry.register(ref, ref.id)
+  }
+
+  /** Ids with live handles here. */
+  get size(): number {
+    return this.#counts.size
+  }
+
+  /** Collects garbage now (at most every MIN_COLLECT_GAP_MS), so that dead handles are reported. */
+  collect(): void {
+    const now = performance.now()
+    if (this.#counts.size === 0 || now - this.#lastCollect < MIN_COLLECT_GAP_MS) return
+    this.#lastCollect = now
+    garbageCollector()()
+  }
+
+  /** The thread has nothing to run: collect soon, unless work comes first. */
+  idle(): void {
+    if (this.#counts.size === 0 || this.#idleTimer) return
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = undefined
+      this.collect()
+    }, IDLE_COLLECT_MS)
+    this.#idleTimer.unref()
+  }
+
+  /** Work came in: no idle collection. */
+  busy(): void {
+    if (!this.#idleTimer) return
+    clearTimeout(this.#idleTimer)
+    this.#idleTimer = undefined
+  }
+
+  #drop(id: string): void {
+    const count = (this.#counts.get(id) ?? 1) - 1
+    if (count > 0) {
+      this.#counts.set(id, count)
+      return
+    }
+    this.#counts.delete(id)
+    this.#send({ type: 'release', id })
+  }
+}
