@@ -12,6 +12,9 @@ commands:
   start --join URL [--cpus N] [--resources '{"gpu":1}'] [--secret S]
                               a node joining the head at URL (secret: --secret or $MAGPIE_CLUSTER_SECRET)
   start --nodes N [--cpus N]   a gateway and N local node processes
+        object store (start, --join, --nodes): [--object-store-memory 30%] memory for object values
+                              (bytes, 64MiB, 2GB or a share of RAM); [--state DIR] where values spill
+                              to disk (default a temporary folder); [--spill-limit SIZE] disk for them
   invoke NAME [JSON] [--async] call a function (JSON: an array of arguments)
   get ID                       read an object, waiting until it is ready
   status                       nodes, queues and objects at a glance
@@ -35,6 +38,9 @@ async function main(argv: string[]): Promise<number> {
       nodes: { type: 'string' },
       secret: { type: 'string' },
       resources: { type: 'string' },
+      'object-store-memory': { type: 'string' },
+      state: { type: 'string' },
+      'spill-limit': { type: 'string' },
       async: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -47,7 +53,12 @@ async function main(argv: string[]): Promise<number> {
   const token = values.token ?? process.env.MAGPIE_TOKEN
   switch (command) {
     case 'start':
-      return runStart({ ...values, token })
+      return runStart({
+        ...values,
+        token,
+        objectStoreMemory: values['object-store-memory'],
+        spillLimit: values['spill-limit'],
+      })
     case 'invoke':
       return runInvoke(url, token, positionals, values.async === true)
     case 'get':

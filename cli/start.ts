@@ -11,6 +11,7 @@ import { join, resolve } from 'node:path'
 import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
 import { startNodeProcess } from '../node/cluster/node-process.ts'
+import { parseBytes } from './units.ts'
 
 export interface StartFlags {
   port?: string | undefined
@@ -23,6 +24,28 @@ export interface StartFlags {
   nodes?: string | undefined
   secret?: string | undefined
   resources?: string | undefined
+  objectStoreMemory?: string | undefined
+  state?: string | undefined
+  spillLimit?: string | undefined
+}
+
+/** The object store flags, checked, as node options. */
+function storeFlags(flags: StartFlags): { objectStoreMemory?: number; spillLimit?: number } {
+  return {
+    ...(flags.objectStoreMemory === undefined
+      ? {}
+      : { objectStoreMemory: parseBytes('object-store-memory', flags.objectStoreMemory) }),
+    ...(flags.spillLimit === undefined ? {} : { spillLimit: parseBytes('spill-limit', flags.spillLimit) }),
+  }
+}
+
+/** The same flags for a node process started from here. */
+function storeArgs(flags: StartFlags): string[] {
+  const args: string[] = []
+  if (flags.objectStoreMemory !== undefined) args.push('--object-store-memory', flags.objectStoreMemory)
+  if (flags.spillLimit !== undefined) args.push('--spill-limit', flags.spillLimit)
+  if (flags.state !== undefined) args.push('--state', resolve(flags.state))
+  return args
 }
 
 function integerFlag(name: string, raw: string | undefined, min: number): number | undefined {
@@ -69,6 +92,8 @@ export async function runStart(flags: StartFlags): Promise<number> {
   const functionsDir = resolve(flags.functions ?? 'functions')
   const host = flags.host ?? '127.0.0.1'
   const secret = flags.secret ?? process.env.MAGPIE_CLUSTER_SECRET
+  const store = storeFlags(flags)
+  const stateDir = flags.state === undefined ? undefined : resolve(flags.state)
   const modes = [flags.head, flags.join !== undefined, nodes !== undefined].filter(Boolean).length
   if (modes > 1) throw new Error('--head, --join and --nodes exclude each other')
 
@@ -82,6 +107,8 @@ export async function runStart(flags: StartFlags): Promise<number> {
       bundleDir,
       cpus,
       resources: resourcesFlag(flags.resources),
+      ...store,
+      stateDir,
       host,
       port: flags.port === undefined ? 0 : port,
     })
@@ -105,6 +132,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
       for (let i = 0; i < nodes; i++) {
         const args = [bin, 'start', '--join', head.url, '--functions', functionsDir, '--host', host]
         if (cpus !== undefined) args.push('--cpus', String(cpus))
+        args.push(...storeArgs(flags))
         children.push(
           spawn(process.execPath, args, {
             stdio: ['ignore', 'inherit', 'inherit'],
@@ -133,6 +161,8 @@ export async function runStart(flags: StartFlags): Promise<number> {
     host,
     token: flags.token,
     ...(cpus === undefined ? {} : { cpus }),
+    ...store,
+    stateDir,
   })
   console.log(`magpie listening on ${platform.url}`)
   await untilSignal(() => platform.close())

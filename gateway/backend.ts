@@ -49,7 +49,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     submit: (spec) => node.submit(spec),
     put: async (id, value, ttlMs) => node.store.put(id, value, { ttlMs, visible: true }),
     readValue: async (entry) => {
-      const value = node.store.value(entry.id)
+      const value = node.store.value(entry.id, false)
       if (!value) throw new MagpieError(`object ${entry.id} is no longer stored`, { code: 'OBJECT_LOST' })
       return value
     },

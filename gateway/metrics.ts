@@ -37,27 +37,20 @@ export function createMetrics(backend: Backend): Registry {
       }
     },
   })
-  new Counter({
-    name: 'magpie_steals_total',
-    help: 'Tasks taken from another worker deque.',
-    labelNames: ['node'] as const,
-    registers: [registry],
-    collect() {
-      this.reset()
-      for (const node of nodes()) this.inc({ node: node.id }, node.steals.in)
-    },
-  })
-  new Counter({
-    name: 'magpie_node_fetch_bytes_total',
-    help: 'Bytes of objects a node copied from other nodes.',
-    labelNames: ['node'] as const,
-    registers: [registry],
-    collect() {
-      this.reset()
-      for (const node of nodes()) this.inc({ node: node.id }, node.fetched?.bytes ?? 0)
-    },
-  })
-  const gauge = (name: string, help: string, read: (n: ReturnType<typeof nodes>[number]) => number) =>
+  type Node = ReturnType<typeof nodes>[number]
+  /** A counter per node, read from the node's own count at each scrape. */
+  const counter = (name: string, help: string, read: (n: Node) => number) =>
+    new Counter({
+      name,
+      help,
+      labelNames: ['node'] as const,
+      registers: [registry],
+      collect() {
+        this.reset()
+        for (const node of nodes()) this.inc({ node: node.id }, read(node))
+      },
+    })
+  const gauge = (name: string, help: string, read: (n: Node) => number) =>
     new Gauge({
       name,
       help,
@@ -67,9 +60,42 @@ export function createMetrics(backend: Backend): Registry {
         for (const node of nodes()) this.set({ node: node.id }, read(node))
       },
     })
+  counter('magpie_steals_total', 'Tasks taken from another worker deque.', (n) => n.steals.in)
+  counter(
+    'magpie_node_fetch_bytes_total',
+    'Bytes of objects a node copied from other nodes.',
+    (n) => n.fetched?.bytes ?? 0,
+  )
+  counter(
+    'magpie_object_spills_total',
+    'Values written to disk because memory was full.',
+    (n) => n.objects.spills.count,
+  )
+  counter(
+    'magpie_object_spill_bytes_total',
+    'Bytes of values written to disk.',
+    (n) => n.objects.spills.bytes,
+  )
+  counter(
+    'magpie_object_restores_total',
+    'Spilled values read back from disk.',
+    (n) => n.objects.restores.count,
+  )
+  counter(
+    'magpie_object_restore_bytes_total',
+    'Bytes of spilled values read back.',
+    (n) => n.objects.restores.bytes,
+  )
+  counter(
+    'magpie_objects_freed_total',
+    'Objects freed: deleted, expired, or needed by nothing.',
+    (n) => n.objects.freed,
+  )
   gauge('magpie_tasks_running', 'Calls handed to worker threads and not finished.', (n) => n.running)
   gauge('magpie_tasks_queued', 'Calls waiting in worker deques.', (n) => n.queued)
   gauge('magpie_objects', 'Objects the node knows of.', (n) => n.objects.count)
-  gauge('magpie_object_bytes', 'Bytes of finished objects held in memory.', (n) => n.objects.bytes)
+  gauge('magpie_object_bytes', 'Bytes of object values held in memory.', (n) => n.objects.bytes)
+  gauge('magpie_objects_spilled', 'Objects whose values are on disk.', (n) => n.objects.spilledCount)
+  gauge('magpie_object_spilled_bytes', 'Bytes of object values on disk.', (n) => n.objects.spilledBytes)
   return registry
 }

@@ -22,8 +22,12 @@ export interface PlatformOptions {
   cpus?: number
   /** Token every /v1 call must carry. */
   token?: string | undefined
-  /** Bytes of finished objects a node keeps in memory. */
+  /** Bytes of object values the node keeps in memory (default 30% of RAM). */
   objectStoreMemory?: number
+  /** Bytes of values spilled to disk allowed (default: what the disk takes). */
+  spillLimit?: number
+  /** Folder for state that outlives memory: values spill to its spill/ (default: a temporary folder). */
+  stateDir?: string | undefined
   /** Largest request body in bytes. */
   maxBodyBytes?: number
 }
@@ -43,13 +47,15 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
       `refusing to listen on ${host} without a token: set --token or MAGPIE_TOKEN, or use 127.0.0.1`,
     )
   }
-  const stateDir = await mkdtemp(join(tmpdir(), 'magpie-'))
-  const functions = new FunctionRegistry({ bundleDir: join(stateDir, 'bundles') })
+  const tempDir = await mkdtemp(join(tmpdir(), 'magpie-'))
+  const functions = new FunctionRegistry({ bundleDir: join(tempDir, 'bundles') })
   await functions.deployAll(options.functionsDir)
   const node = new LocalNode({
     functions,
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
+    ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
+    spillDir: join(options.stateDir ?? tempDir, 'spill', 'local'),
   })
   let url = ''
   const backend = localBackend(node, () => url)
@@ -70,7 +76,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
       closed ??= (async () => {
         await server.close()
         await node.close()
-        await rm(stateDir, { recursive: true, force: true })
+        await rm(tempDir, { recursive: true, force: true })
       })()
       return closed
     },

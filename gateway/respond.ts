@@ -7,6 +7,31 @@ import type { Backend } from './backend.ts'
 
 export const ID_HEADER = 'X-Magpie-Object-Id'
 
+/** Shared memory is copied into a response this many bytes at a time. */
+const CHUNK_BYTES = 1024 * 1024
+
+/**
+ * A response with raw bytes. A response body cannot be shared memory: big
+ * shared values are streamed out a chunk at a time, so that answering never
+ * holds a second whole copy of them.
+ */
+export function bytesResponse(bytes: Uint8Array, headers: Record<string, string> = {}): Response {
+  const all = { 'content-type': BYTES_TYPE, 'content-length': String(bytes.byteLength), ...headers }
+  if (!(bytes.buffer instanceof SharedArrayBuffer))
+    return new Response(bytes as Uint8Array<ArrayBuffer>, { headers: all })
+  if (bytes.byteLength <= CHUNK_BYTES) return new Response(new Uint8Array(bytes), { headers: all })
+  let offset = 0
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const end = Math.min(offset + CHUNK_BYTES, bytes.byteLength)
+      controller.enqueue(bytes.slice(offset, end))
+      offset = end
+      if (offset === bytes.byteLength) controller.close()
+    },
+  })
+  return new Response(body, { headers: all })
+}
+
 export function errorResponse(error: SerializedError, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify({ error }), {
     status: ERROR_STATUS[error.code] ?? 500,
@@ -37,11 +62,7 @@ export async function objectResponse(
           headers: { 'content-type': JSON_TYPE, [ID_HEADER]: id },
         })
       }
-      // Response bodies cannot be shared memory: the bytes are copied once here.
-      return new Response(new Uint8Array(value.bytes), {
-        status: 200,
-        headers: { 'content-type': BYTES_TYPE, [ID_HEADER]: id },
-      })
+      return bytesResponse(value.bytes, { [ID_HEADER]: id })
     }
     case 'failed':
     case 'cancelled':

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { type EncodedValue, sizeOf } from '../sdk/codec.ts'
 import { FunctionNotFoundError, type SerializedError, serializeError } from '../sdk/errors.ts'
 import type { CallOptions } from '../sdk/types.ts'
+import { collectGarbage } from './gc.ts'
 import { NodeCounters } from './node-counters.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
 import { ObjectStore } from './store/object-store.ts'
@@ -98,7 +99,14 @@ const PREFETCH_MAX = 256
 const UNRESPONSIVE_MS = 1000
 /** Past this share of the store's memory, workers are asked to let go of dead handles (at most every COLLECT_GAP_MS). */
 const COLLECT_AT = 0.5
-const COLLECT_GAP_MS = 250
+const COLLECT_GAP_MS = 50
+/**
+ * Byte values the store lets go of stay in memory until the garbage
+ * collector finds them unused: after a quarter of the store's memory (16 to
+ * 64 MiB) has been let go, the node and its workers collect.
+ */
+const RELEASE_COLLECT_MIN = 16 * 1024 * 1024
+const RELEASE_COLLECT_MAX = 64 * 1024 * 1024
 
 export class LocalNode {
   readonly store: ObjectStore
@@ -116,6 +124,9 @@ export class LocalNode {
   readonly #ttlMs: number
   readonly #memoryBytes: number
   #lastCollect = 0
+  #released = 0
+  #collectQueued = false
+  readonly #releaseCollectAt: number
   #dispatchQueued = false
   #closing = false
   #offFunctions: () => void
@@ -137,9 +148,14 @@ export class LocalNode {
     this.#idPrefix = options.id === undefined ? '' : `${options.id}_`
     this.#scheduler = new WorkScheduler<Task>(cpus)
     this.#memoryBytes = options.objectStoreMemory ?? Math.floor(totalmem() * 0.3)
+    this.#releaseCollectAt = Math.max(
+      RELEASE_COLLECT_MIN,
+      Math.min(RELEASE_COLLECT_MAX, this.#memoryBytes / 4),
+    )
     this.store = new ObjectStore({
       maxBytes: this.#memoryBytes,
       ttlMs: this.#ttlMs,
+      released: (bytes) => this.#onReleased(bytes),
       spill: new SpillStore({
         dir: options.spillDir ?? mkdtempSync(join(tmpdir(), 'magpie-spill-')),
         limitBytes: options.spillLimit ?? Number.POSITIVE_INFINITY,
@@ -400,6 +416,19 @@ export class LocalNode {
     this.#hold(worker, id)
     this.store.settle(id, { value })
     this.#relieve()
+  }
+
+  /** Counts shared memory the store let go of, and collects garbage everywhere once it is much. */
+  #onReleased(bytes: number): void {
+    this.#released += bytes
+    if (this.#released < this.#releaseCollectAt || this.#collectQueued) return
+    this.#collectQueued = true
+    setImmediate(() => {
+      this.#collectQueued = false
+      this.#released = 0
+      collectGarbage()
+      for (const w of this.#workers) w.send({ type: 'collect' })
+    })
   }
 
   /** When the store fills up, workers are asked to let go of handles they no longer use. */

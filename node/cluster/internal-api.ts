@@ -5,6 +5,7 @@
  */
 import { timingSafeEqual } from 'node:crypto'
 import { Hono, type MiddlewareHandler } from 'hono'
+import { bytesResponse } from '../../gateway/respond.ts'
 import { BYTES_TYPE, type EncodedValue, isObjectId, JSON_TYPE } from '../../sdk/codec.ts'
 import {
   BadRequestError,
@@ -66,11 +67,11 @@ export function checkArgs(args: unknown): TaskArg[] {
 /** The raw value of a ready object, or its error, or 202 while it is unfinished. */
 export function objectReply(id: string, entry: ObjectEntry | undefined, store: ObjectStore): Response {
   if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
-  const value = entry.status === 'ready' ? store.value(id) : undefined
+  const value = entry.status === 'ready' ? store.value(id, false) : undefined
   if (value) {
     return value.kind === 'json'
       ? new Response(value.text, { headers: { 'content-type': JSON_TYPE } })
-      : new Response(new Uint8Array(value.bytes), { headers: { 'content-type': BYTES_TYPE } })
+      : bytesResponse(value.bytes)
   }
   if (isSettled(entry)) {
     const error = entry.error ?? { code: 'TASK_CANCELLED' as const, message: `object ${id} was cancelled` }

@@ -3,6 +3,7 @@
  * registration and heartbeats, the results it reports to the head (the owner
  * of the calls it placed here), and a clean leave that hands back queued calls.
  */
+import { join } from 'node:path'
 import { request } from 'undici'
 import { canRun } from '../../gateway/cluster/placement.ts'
 import { newNodeId } from '../../gateway/cluster/registry.ts'
@@ -32,6 +33,10 @@ export interface NodeProcessOptions {
   resources?: Record<string, number> | undefined
   host?: string | undefined
   port?: number | undefined
+  objectStoreMemory?: number | undefined
+  spillLimit?: number | undefined
+  /** Values spill to spill/<node id> in it (default: a temporary folder). */
+  stateDir?: string | undefined
 }
 
 /** What a node reports to the head when a call it placed settles. */
@@ -139,6 +144,9 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     id: wantedId,
     functions,
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
+    ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
+    ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
+    ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
     fetchRemote: (id, at) => fetchObject(id, at, secret),
     locate: (id) => moved.get(id),
   })

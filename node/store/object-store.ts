@@ -66,6 +66,8 @@ export interface ObjectStoreOptions {
   spill?: SpillStore | undefined
   /** Clock in ms for creation times and TTLs (tests pass a fake one). */
   now?: () => number
+  /** Told of the bytes of every byte value that leaves memory (spilled, freed or dropped). */
+  released?: (bytes: number) => void
 }
 
 export interface StoreStats {
@@ -126,12 +128,14 @@ export class ObjectStore {
     this.#ttlMs = options.ttlMs
     this.#maxBytes = options.maxBytes
     this.#spill = options.spill
+    const released = options.released
     this.#memory = new LRUCache<string, EncodedValue>({
       maxSize: options.maxBytes,
       sizeCalculation: (value) => sizeOf(value) + ENTRY_OVERHEAD,
       // Room is made before every set (#makeRoom); this only counts what leaves.
       dispose: (value) => {
         this.#valueBytes -= sizeOf(value)
+        if (value.kind === 'bytes') released?.(value.bytes.byteLength)
       },
     })
     this.#sweeper = setInterval(() => this.expire(), SWEEP_MS)
@@ -195,14 +199,19 @@ export class ObjectStore {
     if (isSettled(entry)) this.#extend(entry)
   }
 
-  /** The value of a ready object held here, read back from disk if it was spilled. */
-  value(id: string): EncodedValue | undefined {
+  /**
+   * The value of a ready object held here, read back from disk if it was
+   * spilled: into memory again (`keep`), or, for a value on its way out of
+   * this process, just for the caller (bytes then not in shared memory).
+   */
+  value(id: string, keep = true): EncodedValue | undefined {
     const inMemory = this.#memory.get(id)
     if (inMemory) return inMemory
-    const spilled = this.#spill?.read(id)
+    const spilled = this.#spill?.read(id, keep)
     if (!spilled) return undefined
     this.#counts.restores.count += 1
     this.#counts.restores.bytes += sizeOf(spilled)
+    if (!keep) return spilled
     try {
       this.#toMemory(id, spilled)
     } catch (err) {

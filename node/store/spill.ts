@@ -27,9 +27,9 @@ export interface SpillOptions {
   limitBytes: number
 }
 
-/** A segment fills up to this size; a value of a quarter of it or more gets a file of its own. */
-const SEGMENT_BYTES = 16 * 1024 * 1024
-const OWN_FILE_BYTES = SEGMENT_BYTES / 4
+/** A segment fills up to this size; a value of OWN_FILE_BYTES or more gets a file of its own, freed the moment it is. */
+const SEGMENT_BYTES = 4 * 1024 * 1024
+const OWN_FILE_BYTES = 64 * 1024
 
 interface SpillFile {
   readonly path: string
@@ -81,10 +81,15 @@ export class SpillStore {
    * when the spill limit or the disk has no room for it.
    */
   write(id: string, value: EncodedValue): void {
+    this.#append(id, value, true)
+  }
+
+  /** Writes a value; `limited`: refused past the spill limit (compaction, which frees more than it writes, is not). */
+  #append(id: string, value: EncodedValue, limited: boolean): void {
     if (this.#where.has(id)) return
     const data = value.kind === 'json' ? Buffer.from(value.text) : value.bytes
     const length = data.byteLength
-    if (this.#fileBytes + length > this.#limit) {
+    if (limited && this.#fileBytes + length > this.#limit) {
       throw new ObjectStoreFullError(
         `object store full: ${length} bytes do not fit in memory, and the spill limit of ${this.#limit} bytes is reached`,
       )
@@ -111,13 +116,14 @@ export class SpillStore {
     this.#where.set(id, { file: target.file, offset, length, kind: value.kind })
   }
 
-  /** Reads a value back: bytes into shared memory, JSON as text. */
-  read(id: string): EncodedValue | undefined {
+  /** Reads a value back: JSON as text, bytes into shared memory (or a plain buffer if not `shared`). */
+  read(id: string, shared = true): EncodedValue | undefined {
     const at = this.#where.get(id)
     if (!at) return undefined
     if (at.kind === 'json')
       return { kind: 'json', text: this.#readInto(at, Buffer.allocUnsafe(at.length)).toString() }
-    return { kind: 'bytes', bytes: this.#readInto(at, new Uint8Array(new SharedArrayBuffer(at.length))) }
+    const into = shared ? new Uint8Array(new SharedArrayBuffer(at.length)) : new Uint8Array(at.length)
+    return { kind: 'bytes', bytes: this.#readInto(at, into) }
   }
 
   /** Frees a value's place on disk. */
@@ -188,7 +194,7 @@ export class SpillStore {
       this.#bytes -= at.length
       file.ids.delete(id)
       try {
-        this.write(id, value)
+        this.#append(id, value, false)
       } catch {
         // No room to move it: it stays where it is, and so does the segment.
         this.#where.set(id, at)

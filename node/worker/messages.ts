@@ -34,7 +34,7 @@ export type ToWorker =
   /** The call ran out of time: forget it, and free its share of the thread. */
   | { type: 'abandon'; id: string }
   | { type: 'ping'; req: number }
-  /** The store fills up: collect garbage, so that dead handles are let go. */
+  /** The store fills up or lets go of much shared memory: collect garbage, so that dead handles and views are let go. */
   | { type: 'collect' }
 
 export type FromWorker =

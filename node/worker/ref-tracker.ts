@@ -5,27 +5,13 @@
  * that goes idle, or that the node asks to because its store fills up,
  * collects garbage, so that dead handles do not keep objects alive for long.
  */
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import type { ObjectRef } from '../../sdk/codec.ts'
+import { collectGarbage } from '../gc.ts'
 import type { FromWorker } from './messages.ts'
 
 /** How long a thread stays idle before it collects garbage, and how often it may. */
 const IDLE_COLLECT_MS = 100
-const MIN_COLLECT_GAP_MS = 200
-
-let collectGarbage: (() => void) | undefined
-function garbageCollector(): () => void {
-  if (!collectGarbage) {
-    const exposed = (globalThis as { gc?: () => void }).gc
-    if (exposed) collectGarbage = exposed
-    else {
-      setFlagsFromString('--expose-gc')
-      collectGarbage = runInNewContext('gc') as () => void
-    }
-  }
-  return collectGarbage
-}
+const MIN_COLLECT_GAP_MS = 50
 
 export class RefTracker {
   readonly #counts = new Map<string, number>()
@@ -57,21 +43,31 @@ export class RefTracker {
     return this.#counts.size
   }
 
-  /** Collects garbage now (at most every MIN_COLLECT_GAP_MS), so that dead handles are reported. */
+  /**
+   * Collects garbage, so that dead handles are reported and dead views of
+   * shared memory let go: now, or once MIN_COLLECT_GAP_MS have passed since the last time.
+   */
   collect(): void {
-    const now = performance.now()
-    if (this.#counts.size === 0 || now - this.#lastCollect < MIN_COLLECT_GAP_MS) return
-    this.#lastCollect = now
-    garbageCollector()()
+    const wait = this.#lastCollect + MIN_COLLECT_GAP_MS - performance.now()
+    if (wait > 0) {
+      this.#later(wait)
+      return
+    }
+    this.#lastCollect = performance.now()
+    collectGarbage()
   }
 
   /** The thread has nothing to run: collect soon, unless work comes first. */
   idle(): void {
-    if (this.#counts.size === 0 || this.#idleTimer) return
+    if (this.#counts.size > 0) this.#later(IDLE_COLLECT_MS)
+  }
+
+  #later(ms: number): void {
+    if (this.#idleTimer) return
     this.#idleTimer = setTimeout(() => {
       this.#idleTimer = undefined
       this.collect()
-    }, IDLE_COLLECT_MS)
+    }, ms)
     this.#idleTimer.unref()
   }
 

@@ -1,0 +1,36 @@
+/** Sizes on the command line: `67108864`, `64MiB`, `1.5GB`, `512m`, or `30%` of this machine's memory. */
+import { totalmem } from 'node:os'
+
+const UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kib: 1024,
+  kb: 1000,
+  m: 1024 ** 2,
+  mib: 1024 ** 2,
+  mb: 1000 ** 2,
+  g: 1024 ** 3,
+  gib: 1024 ** 3,
+  gb: 1000 ** 3,
+  t: 1024 ** 4,
+  tib: 1024 ** 4,
+  tb: 1000 ** 4,
+}
+
+/**
+ * Bytes in a size flag: binary units (KiB, MiB, GiB, TiB, and k, m, g, t as
+ * Docker reads them), decimal ones (kB, MB, GB, TB), or a percentage of RAM.
+ * Throws with the flag's name on anything else.
+ */
+export function parseBytes(name: string, raw: string, total = totalmem()): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*|%)\s*$/.exec(raw)
+  const unit = match?.[2]?.toLowerCase()
+  const factor = unit === '%' ? total / 100 : unit === undefined ? undefined : UNITS[unit]
+  if (!match || factor === undefined) {
+    throw new Error(`--${name} must be a size such as 67108864, 64MiB, 2GB or 30%: ${raw}`)
+  }
+  const bytes = Math.floor(Number(match[1]) * factor)
+  if (!(bytes > 0)) throw new Error(`--${name} must be more than 0 bytes: ${raw}`)
+  return bytes
+}
