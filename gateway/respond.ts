@@ -1,4 +1,6 @@
 /** How the gateway answers with an object: its value, its error, or its status while it is unfinished. */
+import { ServerResponse } from 'node:http'
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import type { Context } from 'hono'
 import type { ObjectEntry } from '../node/store/object-store.ts'
 import { BYTES_TYPE, JSON_TYPE } from '../sdk/codec.ts'
@@ -11,12 +13,24 @@ export const ID_HEADER = 'X-Magpie-Object-Id'
 const CHUNK_BYTES = 1024 * 1024
 
 /**
- * A response with raw bytes. A response body cannot be shared memory: big
- * shared values are streamed out a chunk at a time, so that answering never
- * holds a second whole copy of them.
+ * A response with raw bytes. On Node's HTTP server they are written to the
+ * socket straight from where they are stored, shared memory included: no
+ * copy. Elsewhere (a Response body cannot be shared memory) big shared values
+ * are streamed out a chunk at a time, so that answering never holds a second
+ * whole copy of them.
  */
-export function bytesResponse(bytes: Uint8Array, headers: Record<string, string> = {}): Response {
+export function bytesResponse(
+  c: Context | undefined,
+  bytes: Uint8Array,
+  headers: Record<string, string> = {},
+): Response {
   const all = { 'content-type': BYTES_TYPE, 'content-length': String(bytes.byteLength), ...headers }
+  const outgoing = (c?.env as { outgoing?: ServerResponse } | undefined)?.outgoing
+  if (outgoing instanceof ServerResponse && !outgoing.headersSent) {
+    outgoing.writeHead(200, all)
+    outgoing.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    return RESPONSE_ALREADY_SENT
+  }
   if (!(bytes.buffer instanceof SharedArrayBuffer))
     return new Response(bytes as Uint8Array<ArrayBuffer>, { headers: all })
   if (bytes.byteLength <= CHUNK_BYTES) return new Response(new Uint8Array(bytes), { headers: all })
@@ -62,7 +76,7 @@ export async function objectResponse(
           headers: { 'content-type': JSON_TYPE, [ID_HEADER]: id },
         })
       }
-      return bytesResponse(value.bytes, { [ID_HEADER]: id })
+      return bytesResponse(c, value.bytes, { [ID_HEADER]: id })
     }
     case 'failed':
     case 'cancelled':

@@ -4,7 +4,8 @@
  * Every route wants the cluster secret.
  */
 import { timingSafeEqual } from 'node:crypto'
-import { Hono, type MiddlewareHandler } from 'hono'
+import { type Context, Hono, type MiddlewareHandler } from 'hono'
+import { readBytes } from '../../gateway/http-input.ts'
 import { bytesResponse } from '../../gateway/respond.ts'
 import { BYTES_TYPE, type EncodedValue, isObjectId, JSON_TYPE } from '../../sdk/codec.ts'
 import {
@@ -65,13 +66,18 @@ export function checkArgs(args: unknown): TaskArg[] {
 }
 
 /** The raw value of a ready object, or its error, or 202 while it is unfinished. */
-export function objectReply(id: string, entry: ObjectEntry | undefined, store: ObjectStore): Response {
+export function objectReply(
+  c: Context,
+  id: string,
+  entry: ObjectEntry | undefined,
+  store: ObjectStore,
+): Response {
   if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
   const value = entry.status === 'ready' ? store.value(id, false) : undefined
   if (value) {
     return value.kind === 'json'
       ? new Response(value.text, { headers: { 'content-type': JSON_TYPE } })
-      : bytesResponse(value.bytes)
+      : bytesResponse(c, value.bytes)
   }
   if (isSettled(entry)) {
     const error = entry.error ?? { code: 'TASK_CANCELLED' as const, message: `object ${id} was cancelled` }
@@ -124,7 +130,7 @@ export function internalApi(options: InternalApiOptions): Hono {
     const wait = Number(c.req.query('wait') ?? 0)
     if (wait > 0) await node.store.whenSettled(id, Math.min(wait, 60) * 1000)
     // Another process has the id now: the object keeps its TTL from here on.
-    return objectReply(id, node.store.seen(id), node.store)
+    return objectReply(c, id, node.store.seen(id), node.store)
   })
 
   /** An object's status, without its value; `?wait=S` waits for it to settle. */
@@ -143,7 +149,7 @@ export function internalApi(options: InternalApiOptions): Hono {
     if (!isObjectId(id)) throw new BadRequestError(`bad object id ${id}`)
     const bytes = (c.req.header('content-type') ?? '').startsWith(BYTES_TYPE)
     const value: EncodedValue = bytes
-      ? { kind: 'bytes', bytes: toShared(new Uint8Array(await c.req.arrayBuffer())) }
+      ? { kind: 'bytes', bytes: await readBytes(c) }
       : { kind: 'json', text: await c.req.text() }
     const ttl = Number(c.req.query('ttlMs'))
     node.store.put(id, value, { ttlMs: ttl > 0 ? ttl : undefined, visible: true })

@@ -16,6 +16,7 @@ import type { ObjectEntry, ObjectStore } from '../store/object-store.ts'
 import { argumentIds } from '../task.ts'
 import { toShared } from '../worker/shared-bytes.ts'
 import { internalApi, SECRET_HEADER, toWireArg } from './internal-api.ts'
+import { rawGet } from './raw-get.ts'
 import { type Peer, type StolenCall, Thief } from './thief.ts'
 
 /** Results up to this size travel to the head inline; bigger ones stay here. */
@@ -92,43 +93,27 @@ export async function fetchObject(id: string, from: string, secret: string): Pro
   // The call making it may still be on its way to that node (the head forwards in batches).
   const graceUntil = Date.now() + UNKNOWN_GRACE_MS
   for (;;) {
-    const response = await request(`${at}/internal/objects/${id}?wait=60`, {
-      headers: { [SECRET_HEADER]: secret },
-    })
-    if (response.statusCode === 202) {
-      await response.body.dump()
-      continue
-    }
-    if (response.statusCode === 404 && Date.now() < graceUntil) {
-      await response.body.dump()
+    // Bytes land in shared memory straight from the socket: one copy, by the kernel.
+    const { status, headers, body } = await rawGet(
+      `${at}/internal/objects/${id}?wait=60`,
+      { [SECRET_HEADER]: secret },
+      BYTES_TYPE,
+    )
+    if (status === 202) continue
+    if (status === 404 && Date.now() < graceUntil) {
       await new Promise((resolve) => setTimeout(resolve, 20))
       continue
     }
-    const location = response.headers.location
-    if (response.statusCode === 307 && typeof location === 'string') {
+    if (status === 307 && headers.location) {
       // The call was stolen: its result is where the thief is.
-      await response.body.dump()
-      at = new URL(location).origin
+      at = new URL(headers.location, at).origin
       continue
     }
-    if (response.statusCode >= 400)
-      throw errorFromBody(safeJson(await response.body.text()), response.statusCode)
-    const type = String(response.headers['content-type'] ?? '')
-    if (type.startsWith(BYTES_TYPE)) {
-      const length = Number(response.headers['content-length'])
-      if (Number.isSafeInteger(length)) {
-        // Streamed straight into shared memory: one copy, from the socket.
-        const bytes = new Uint8Array(new SharedArrayBuffer(length))
-        let offset = 0
-        for await (const chunk of response.body as AsyncIterable<Buffer>) {
-          bytes.set(chunk, offset)
-          offset += chunk.byteLength
-        }
-        return { kind: 'bytes', bytes }
-      }
-      return { kind: 'bytes', bytes: toShared(new Uint8Array(await response.body.arrayBuffer())) }
-    }
-    return { kind: 'json', text: await response.body.text() }
+    const text = () => Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString()
+    if (status >= 400) throw errorFromBody(safeJson(text()), status)
+    if ((headers['content-type'] ?? '').startsWith(BYTES_TYPE))
+      return { kind: 'bytes', bytes: toShared(body) }
+    return { kind: 'json', text: text() }
   }
 }
 
