@@ -142,7 +142,7 @@ async function runMagpie() {
       bytes_copied_between_threads: after.copied - before.copied,
       bytes_shared_between_threads: after.shared - before.shared,
       steals: after.steals - before.steals,
-      ...(nodes === undefined ? {} : { bytes_moved_between_nodes: after.moved - before.moved }),
+      bytes_moved_between_nodes: after.moved - before.moved,
     }
   } finally {
     await mp.close()

@@ -98,6 +98,8 @@ const PREFETCH_MAX = 256
 /** How long a worker has to answer a ping after a call ran out of time, before it is replaced. */
 const UNRESPONSIVE_MS = 1000
 /** Past this share of the store's memory, workers are asked to let go of dead handles (at most every COLLECT_GAP_MS). */
+/** How long a copy of another node's object stays here after the last task that took it (its owner keeps the object). */
+const COPY_TTL_MS = 10_000
 const COLLECT_AT = 0.5
 const COLLECT_GAP_MS = 50
 /**
@@ -256,9 +258,11 @@ export class LocalNode {
 
   /** Starts fetching a copy of a remote object; its entry is pending meanwhile, so tasks wait for it. */
   #fetchCopy(id: string, at: string): void {
-    // A copy: kept for its TTL while there is room, dropped rather than spilled when there is not.
-    if (!this.#fetchRemote || !this.store.create(id, null, { cached: true, visible: true })) return
-    this.#fetchRemote(id, at).then(
+    // A copy: kept a while for more tasks that take it, dropped rather than spilled when memory is short.
+    const fetchRemote = this.#fetchRemote
+    if (!fetchRemote || !this.store.create(id, null, { cached: true, visible: true, ttlMs: COPY_TTL_MS }))
+      return
+    fetchRemote(id, at).then(
       (value) => {
         this.#counters.fetched.count += 1
         this.#counters.fetched.bytes += sizeOf(value)
@@ -597,12 +601,25 @@ export class LocalNode {
     return tasks
   }
 
-  /** Runs a call taken from another node; its object may already be known here as pending. */
-  runStolen(spec: TaskSpec): void {
+  /**
+   * Runs a call taken from another node; its object may already be known here
+   * as pending. A result that a client reads through this node (`visible`)
+   * keeps its TTL here; else it is pinned for its owner, who lets go
+   * (`store.unpin`, or a delete) once it has the value. True if it was pinned so.
+   */
+  runStolen(spec: TaskSpec, visible: boolean): boolean {
     this.#counters.stolen.in += 1
     const record = this.#functions.get(spec.fn)
     if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
-    if (!this.submit(spec)) this.#start(makeTask(spec, record))
+    const task = makeTask(spec, record)
+    const ttlS = task.options.ttlS
+    const created = this.store.create(spec.id, spec.fn, {
+      ttlMs: ttlS === undefined ? this.#ttlMs : ttlS * 1000,
+      visible,
+    })
+    const pinned = created && !visible && this.store.pin(spec.id)
+    this.#start(task)
+    return pinned
   }
 
   /** Frees an object; a queued task making it is dropped. */

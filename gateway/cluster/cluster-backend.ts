@@ -238,7 +238,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       if (here) return here
       const at = addressOf(entry.node)
       if (!at) throw new MagpieError(`object ${entry.id} was on a node that is gone`, { code: 'OBJECT_LOST' })
-      return fetchObject(entry.id, at, secret)
+      return fetchObject(entry.id, at, secret, true)
     },
 
     delete(id) {

@@ -129,8 +129,11 @@ export function internalApi(options: InternalApiOptions): Hono {
       return c.redirect(`${moved}/internal/objects/${id}?${new URL(c.req.url).searchParams}`, 307)
     const wait = Number(c.req.query('wait') ?? 0)
     if (wait > 0) await node.store.whenSettled(id, Math.min(wait, 60) * 1000)
-    // Another process has the id now: the object keeps its TTL from here on.
-    return objectReply(c, id, node.store.seen(id), node.store)
+    // The ids in the value leave this process: they keep their TTL. The object
+    // itself does when a client reads it through the head (`seen`); a peer's
+    // copy is needed only while its tasks are, which this node's pins cover.
+    const entry = c.req.query('seen') === '1' ? node.store.seen(id) : node.store.seenInside(id)
+    return objectReply(c, id, entry, node.store)
   })
 
   /** An object's status, without its value; `?wait=S` waits for it to settle. */

@@ -15,7 +15,7 @@ import { LocalNode } from '../node.ts'
 import type { ObjectEntry, ObjectStore } from '../store/object-store.ts'
 import { argumentIds } from '../task.ts'
 import { toShared } from '../worker/shared-bytes.ts'
-import { internalApi, SECRET_HEADER, toWireArg } from './internal-api.ts'
+import { checkArgs, internalApi, SECRET_HEADER, toWireArg } from './internal-api.ts'
 import { rawGet } from './raw-get.ts'
 import { type Peer, type StolenCall, Thief } from './thief.ts'
 
@@ -87,15 +87,23 @@ export function safeJson(text: string): unknown {
   }
 }
 
-/** Reads an object from the node at `at`, waiting while it is unfinished. */
-export async function fetchObject(id: string, from: string, secret: string): Promise<EncodedValue> {
+/**
+ * Reads an object from the node at `at`, waiting while it is unfinished;
+ * `forClient`: a client reads it, so it keeps its TTL there.
+ */
+export async function fetchObject(
+  id: string,
+  from: string,
+  secret: string,
+  forClient = false,
+): Promise<EncodedValue> {
   let at = from
   // The call making it may still be on its way to that node (the head forwards in batches).
   const graceUntil = Date.now() + UNKNOWN_GRACE_MS
   for (;;) {
     // Bytes land in shared memory straight from the socket: one copy, by the kernel.
     const { status, headers, body } = await rawGet(
-      `${at}/internal/objects/${id}?wait=60`,
+      `${at}/internal/objects/${id}?wait=60${forClient ? '&seen=1' : ''}`,
       { [SECRET_HEADER]: secret },
       BYTES_TYPE,
     )
@@ -142,6 +150,8 @@ export async function startNodeProcess(options: NodeProcessOptions) {
    */
   const owners = new Map<string, string>()
   const outboxes = new Map<string, Settled[]>()
+  /** Results of stolen calls kept here for their owner, until it has them. */
+  const pinnedForOwner = new Set<string>()
   let nodeId = ''
   const sendReports = (to: string) => {
     const batch = outboxes.get(to) ?? []
@@ -162,7 +172,14 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       outboxes.set(to, outbox)
       setImmediate(() => sendReports(to))
     }
-    outbox.push(settledOf(id, entry, node.store))
+    const settled = settledOf(id, entry, node.store)
+    outbox.push(settled)
+    // The ids in a value sent away keep their TTL here.
+    if (settled.value !== undefined) node.store.seenInside(id)
+    // A peer owns it: once the report carries all of it, this node's copy is not needed.
+    // (A big value stays pinned until the owner, having copied it, deletes it here.)
+    const pinned = pinnedForOwner.delete(id)
+    if (pinned && (settled.value !== undefined || settled.status !== 'ready')) node.store.unpin(id)
   }
   const runFor = (id: string, owner: string) => {
     owners.set(id, owner)
@@ -204,8 +221,9 @@ export async function startNodeProcess(options: NodeProcessOptions) {
         if (thief.address && node.store.waitedOn(task.id)) copyFrom(task.id, thief.address)
         else node.store.delete(task.id)
       }
-      // The thief reads them from here later: they keep their TTL whatever happens to the call here.
-      for (const id of argumentIds(task)) node.store.seen(id)
+      // The thief reads them from here later. Its result comes back here if this
+      // node owns the call, whose pins keep them till then; else they keep their TTL.
+      if (owner !== address) for (const id of argumentIds(task)) node.store.seen(id)
       const args = task.args.map((a) =>
         a.kind === 'ref' && !a.at && node.store.has(a.id)
           ? { kind: 'ref' as const, id: a.id, at: address }
@@ -222,8 +240,12 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     for (const o of objects) {
       if (o.status === 'ready' && o.value !== undefined)
         node.store.settle(o.id, { value: { kind: 'json', text: o.value } })
-      else if (o.status === 'ready') copyFrom(o.id, from)
-      else if (o.error) node.store.settle(o.id, { error: o.error, cancelled: o.status === 'cancelled' })
+      else if (o.status === 'ready') {
+        // Once copied here, the thief's copy is not needed.
+        copyFrom(o.id, from).then(() =>
+          call('DELETE', `${from}/internal/objects/${o.id}`, secret).catch(() => {}),
+        )
+      } else if (o.error) node.store.settle(o.id, { error: o.error, cancelled: o.status === 'cancelled' })
     }
     return c.body(null, 204)
   })
@@ -247,7 +269,11 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     resources: options.resources ?? {},
     address,
     run: (stolen) => {
-      for (const c of stolen) runFor(c.id, c.owner)
+      for (const c of stolen) {
+        const spec = { id: c.id, fn: c.fn, args: checkArgs(c.args), options: c.options }
+        if (node.runStolen(spec, c.owner === head)) pinnedForOwner.add(c.id)
+        runFor(c.id, c.owner)
+      }
     },
   })
   const heartbeat = setInterval(() => {

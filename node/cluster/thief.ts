@@ -6,7 +6,7 @@
 import { request } from 'undici'
 import type { LocalNode } from '../node.ts'
 import type { WireCall } from './internal-api.ts'
-import { checkArgs, SECRET_HEADER } from './internal-api.ts'
+import { SECRET_HEADER } from './internal-api.ts'
 
 /** Another node, as the head reports it in a heartbeat's answer. */
 export interface Peer {
@@ -98,8 +98,6 @@ export class Thief {
         victim.queued = 0
         return
       }
-      for (const c of calls)
-        node.runStolen({ id: c.id, fn: c.fn, args: checkArgs(c.args), options: c.options })
       this.#options.run(calls)
     } catch {
       victim.queued = 0

@@ -181,10 +181,18 @@ export class ObjectStore {
 
   /** A client or another process saw the object now: it lives for its TTL from now (once it is finished). */
   seen(id: string): ObjectEntry | undefined {
+    const entry = this.seenInside(id)
+    if (entry) this.#see(entry)
+    return entry
+  }
+
+  /**
+   * The ids in the object's value were seen (its value left this process):
+   * they live for their TTL from now. What those contain, they pin.
+   */
+  seenInside(id: string): ObjectEntry | undefined {
     const entry = this.lookup(id)
     if (!entry) return undefined
-    this.#see(entry)
-    // Whoever reads its value sees the ids in it too (what those contain, they pin).
     if (entry.status === 'ready' && entry.refs) {
       for (const ref of entry.refs) {
         const inner = this.#entries.get(ref)
