@@ -15,6 +15,7 @@ commands:
         object store (start, --join, --nodes): [--object-store-memory 30%] memory for object values
                               (bytes, 64MiB, 2GB or a share of RAM); [--state DIR] where values spill
                               to disk (default a temporary folder); [--spill-limit SIZE] disk for them
+        gateway (start, --head, --nodes): [--max-body 64MiB] largest request body
   invoke NAME [JSON] [--async] call a function (JSON: an array of arguments)
   get ID                       read an object, waiting until it is ready
   status                       nodes, queues and objects at a glance
@@ -41,6 +42,7 @@ async function main(argv: string[]): Promise<number> {
       'object-store-memory': { type: 'string' },
       state: { type: 'string' },
       'spill-limit': { type: 'string' },
+      'max-body': { type: 'string' },
       async: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -58,6 +60,7 @@ async function main(argv: string[]): Promise<number> {
         token,
         objectStoreMemory: values['object-store-memory'],
         spillLimit: values['spill-limit'],
+        maxBody: values['max-body'],
       })
     case 'invoke':
       return runInvoke(url, token, positionals, values.async === true)

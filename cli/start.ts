@@ -27,6 +27,7 @@ export interface StartFlags {
   objectStoreMemory?: string | undefined
   state?: string | undefined
   spillLimit?: string | undefined
+  maxBody?: string | undefined
 }
 
 /** The object store flags, checked, as node options. */
@@ -93,6 +94,8 @@ export async function runStart(flags: StartFlags): Promise<number> {
   const host = flags.host ?? '127.0.0.1'
   const secret = flags.secret ?? process.env.MAGPIE_CLUSTER_SECRET
   const store = storeFlags(flags)
+  const maxBodyBytes = flags.maxBody === undefined ? undefined : parseBytes('max-body', flags.maxBody)
+  const gateway = maxBodyBytes === undefined ? {} : { maxBodyBytes }
   const stateDir = flags.state === undefined ? undefined : resolve(flags.state)
   const modes = [flags.head, flags.join !== undefined, nodes !== undefined].filter(Boolean).length
   if (modes > 1) throw new Error('--head, --join and --nodes exclude each other')
@@ -121,7 +124,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
   }
 
   if (flags.head || nodes !== undefined) {
-    const head = await startHead({ functionsDir, port, host, token: flags.token, secret })
+    const head = await startHead({ functionsDir, port, host, token: flags.token, secret, ...gateway })
     console.log(`magpie listening on ${head.url}`)
     const children: ChildProcess[] = []
     if (nodes === undefined) {
@@ -162,6 +165,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
     token: flags.token,
     ...(cpus === undefined ? {} : { cpus }),
     ...store,
+    ...gateway,
     stateDir,
   })
   console.log(`magpie listening on ${platform.url}`)

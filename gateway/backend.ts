@@ -3,10 +3,12 @@
  * is one local node in the same process.
  */
 
+import type { Context } from 'hono'
 import type { LocalNode, NodeStats, TaskSpec } from '../node/node.ts'
 import type { ObjectEntry } from '../node/store/object-store.ts'
 import type { EncodedValue } from '../sdk/codec.ts'
 import { MagpieError } from '../sdk/errors.ts'
+import { fileResponse, ID_HEADER, STREAM_FROM_DISK_BYTES } from './respond.ts'
 
 export interface NodeInfo extends Omit<NodeStats, 'steals'> {
   id: string
@@ -25,6 +27,12 @@ export interface Backend {
   readValue(entry: ObjectEntry): Promise<EncodedValue>
   /** The value of a ready object if this process holds it. */
   valueHere(id: string): EncodedValue | undefined
+  /** Whether a byte body of `length` is better passed on as it arrives (putBody) than read first. */
+  streamsBody?(length: number): boolean
+  /** Stores a byte body as it arrives; false if the id is taken. */
+  putBody?(id: string, length: number, body: AsyncIterable<Uint8Array>, ttlMs?: number): Promise<boolean>
+  /** Answers with a ready object's bytes streamed from disk, if that is where they are (else undefined). */
+  sendFromDisk?(c: Context, entry: ObjectEntry): Response | undefined
   /** An object's entry, refreshing its lifetime. */
   lookup(id: string): ObjectEntry | undefined
   /** Finds an object not known here yet (made inside a function on some node); false if none has it. */
@@ -54,6 +62,13 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
       return value
     },
     valueHere: (id) => node.store.value(id),
+    streamsBody: (length) => node.store.streamsToDisk(length),
+    putBody: (id, length, body, ttlMs) => node.store.putFrom(id, length, body, { ttlMs, visible: true }),
+    sendFromDisk: (c, entry) => {
+      if (entry.size < STREAM_FROM_DISK_BYTES) return undefined
+      const file = node.store.openOnDisk(entry.id)
+      return file && fileResponse(c, file, { [ID_HEADER]: entry.id })
+    },
     lookup: (id) => node.store.seen(id),
     locate: async (id) => node.store.has(id),
     whenSettled: (id, timeoutMs) => node.store.whenSettled(id, timeoutMs),

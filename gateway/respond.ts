@@ -1,8 +1,11 @@
 /** How the gateway answers with an object: its value, its error, or its status while it is unfinished. */
+import { createReadStream } from 'node:fs'
 import { ServerResponse } from 'node:http'
+import { Readable } from 'node:stream'
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
 import type { Context } from 'hono'
 import type { ObjectEntry } from '../node/store/object-store.ts'
+import type { SpilledFile } from '../node/store/spill.ts'
 import { BYTES_TYPE, JSON_TYPE } from '../sdk/codec.ts'
 import { ERROR_STATUS, ObjectNotFoundError, type SerializedError } from '../sdk/errors.ts'
 import type { Backend } from './backend.ts'
@@ -11,6 +14,36 @@ export const ID_HEADER = 'X-Magpie-Object-Id'
 
 /** Shared memory is copied into a response this many bytes at a time. */
 const CHUNK_BYTES = 1024 * 1024
+/** Values on disk at least this big are streamed from their file rather than read in first. */
+export const STREAM_FROM_DISK_BYTES = 1024 * 1024
+
+/** A response with bytes streamed from part of an open file, which it closes. */
+export function fileResponse(
+  c: Context | undefined,
+  file: SpilledFile,
+  headers: Record<string, string> = {},
+): Response {
+  const all = {
+    'content-type': file.kind === 'json' ? JSON_TYPE : BYTES_TYPE,
+    'content-length': String(file.length),
+    ...headers,
+  }
+  const stream = createReadStream('', {
+    fd: file.fd,
+    start: file.offset,
+    end: file.offset + file.length - 1,
+    highWaterMark: CHUNK_BYTES,
+  })
+  const outgoing = (c?.env as { outgoing?: ServerResponse } | undefined)?.outgoing
+  if (outgoing instanceof ServerResponse && !outgoing.headersSent) {
+    outgoing.writeHead(200, all)
+    stream.pipe(outgoing)
+    stream.on('error', () => outgoing.destroy())
+    outgoing.on('close', () => stream.destroy())
+    return RESPONSE_ALREADY_SENT
+  }
+  return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, { headers: all })
+}
 
 /**
  * A response with raw bytes. On Node's HTTP server they are written to the
@@ -64,11 +97,13 @@ export async function objectResponse(
   c: Context,
   id: string,
   entry: ObjectEntry | undefined,
-  backend: Pick<Backend, 'readValue'>,
+  backend: Pick<Backend, 'readValue' | 'sendFromDisk'>,
 ): Promise<Response> {
   if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
   switch (entry.status) {
     case 'ready': {
+      const fromDisk = backend.sendFromDisk?.(c, entry)
+      if (fromDisk) return fromDisk
       const value = await backend.readValue(entry)
       if (value.kind === 'json') {
         return new Response(value.text, {

@@ -118,6 +118,32 @@ describe('object store under pressure', () => {
     expect(peak).toBeLessThan((64 + 200) * MiB)
   }, 120_000)
 
+  it('takes objects bigger than its memory straight to disk, and streams them back, in bounded memory', async () => {
+    const platform = await start('--object-store-memory', '64MiB', '--cpus', '1')
+    const size = 60 * MiB
+    const stored: Array<{ id: string; digest: string }> = []
+    for (let i = 0; i < 3; i++) {
+      const body = payload(100 + i, size)
+      const response = await put(platform.url, body)
+      expect(response.status).toBe(201)
+      stored.push({ id: ((await response.json()) as { id: string }).id, digest: sha(body) })
+    }
+    for (const { id, digest } of stored) {
+      const response = await fetch(`${platform.url}/v1/objects/${id}`)
+      expect(response.status).toBe(200)
+      expect(sha(new Uint8Array(await response.arrayBuffer()))).toBe(digest)
+    }
+    // A function takes one as its argument: read back into shared memory for it.
+    const call = await fetch(`${platform.url}/v1/functions/byte-sum/invoke?wait=30`, {
+      method: 'POST',
+      body: JSON.stringify([{ $ref: stored[0]?.id }, 0]),
+    })
+    expect(call.status).toBe(200)
+    const { peak } = memoryOf(platform.child.pid as number)
+    console.log(`peak resident memory ${Math.round(peak / MiB)} MiB for 3 objects of ${size / MiB} MiB`)
+    expect(peak).toBeLessThan((64 + 200) * MiB)
+  }, 120_000)
+
   it('answers 507 once memory and spill space are full, and keeps every earlier object', async () => {
     const platform = await start('--object-store-memory', '8MiB', '--spill-limit', '16MiB', '--cpus', '1')
     const stored: Array<{ id: string; digest: string }> = []

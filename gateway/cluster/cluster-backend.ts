@@ -11,7 +11,7 @@ import type { TaskSpec } from '../../node/node.ts'
 import { type ObjectEntry, ObjectStore } from '../../node/store/object-store.ts'
 import type { TaskArg } from '../../node/worker/messages.ts'
 import { asBuffer } from '../../node/worker/shared-bytes.ts'
-import { BYTES_TYPE, contentTypeOf, type EncodedValue, JSON_TYPE, sizeOf } from '../../sdk/codec.ts'
+import { BYTES_TYPE, contentTypeOf, type EncodedValue, JSON_TYPE } from '../../sdk/codec.ts'
 import { errorFromBody, MagpieError, serializeError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 import type { Backend, NodeInfo } from '../backend.ts'
@@ -171,6 +171,29 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     directory.settle(id, { error: { code, message, attempts } })
   }
 
+  /** Stores a value on a node chosen by load; the node's refusal (OBJECT_STORE_FULL, say) is the caller's error. */
+  async function storeOnNode(
+    id: string,
+    body: Uint8Array | AsyncIterable<Uint8Array>,
+    length: number,
+    contentType: string,
+    ttlMs: number | undefined,
+  ): Promise<ClusterNode> {
+    const node = place(registry.alive(), () => 0)
+    if (!node) throw new MagpieError('no live node to store the object on', { code: 'NO_CAPACITY' })
+    const response = await request(
+      `${node.address}/internal/objects/${id}${ttlMs ? `?ttlMs=${ttlMs}` : ''}`,
+      {
+        method: 'PUT',
+        headers: { [SECRET_HEADER]: secret, 'content-type': contentType, 'content-length': String(length) },
+        body: body as Uint8Array,
+      },
+    )
+    const text = await response.body.text()
+    if (response.statusCode >= 400) throw errorFromBody(safeJson(text), response.statusCode)
+    return node
+  }
+
   const backend: ClusterBackend = {
     submit(spec) {
       const options = { ...config(spec.fn), ...spec.options }
@@ -191,24 +214,26 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
 
     async put(id, value, ttlMs) {
       if (directory.has(id)) return false
-      const node = place(registry.alive(), () => 0)
-      if (!node) throw new MagpieError('no live node to store the object on', { code: 'NO_CAPACITY' })
-      const inline = value.kind === 'json' && value.text.length <= INLINE_MAX
-      const response = await request(
-        `${node.address}/internal/objects/${id}${ttlMs ? `?ttlMs=${ttlMs}` : ''}`,
-        {
-          method: 'PUT',
-          headers: { [SECRET_HEADER]: secret, 'content-type': contentTypeOf(value) },
-          body: value.kind === 'json' ? value.text : asBuffer(value.bytes),
-        },
-      )
-      await response.body.dump()
-      if (response.statusCode >= 400) throw new MagpieError(`node ${node.id} refused the object`)
+      const body = value.kind === 'json' ? Buffer.from(value.text) : asBuffer(value.bytes)
+      const node = await storeOnNode(id, body, body.byteLength, contentTypeOf(value), ttlMs)
       if (!directory.create(id, null, { ttlMs, visible: true })) return false
       const entry = directory.lookup(id) as ObjectEntry
       entry.node = node.id
-      if (inline) directory.settle(id, { value })
-      else directory.settle(id, { elsewhere: { size: sizeOf(value), contentType: contentTypeOf(value) } })
+      if (value.kind === 'json' && body.byteLength <= INLINE_MAX) directory.settle(id, { value })
+      else directory.settle(id, { elsewhere: { size: body.byteLength, contentType: contentTypeOf(value) } })
+      return true
+    },
+
+    // A big body goes through the head to its node as it arrives, never whole in the head's memory.
+    streamsBody: (length) => length > INLINE_MAX,
+
+    async putBody(id, length, body, ttlMs) {
+      if (directory.has(id)) return false
+      const node = await storeOnNode(id, body, length, BYTES_TYPE, ttlMs)
+      if (!directory.create(id, null, { ttlMs, visible: true })) return false
+      const entry = directory.lookup(id) as ObjectEntry
+      entry.node = node.id
+      directory.settle(id, { elsewhere: { size: length, contentType: BYTES_TYPE } })
       return true
     },
 

@@ -1,4 +1,5 @@
 /** Objects: read (with long-poll), metadata, put, free, and wait on many. */
+import type { IncomingMessage } from 'node:http'
 import { Hono } from 'hono'
 import { stream } from 'hono/streaming'
 import type { ObjectEntry } from '../../node/store/object-store.ts'
@@ -7,6 +8,7 @@ import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import type { Backend } from '../backend.ts'
 import {
   checkId,
+  isBytes,
   MAX_WAIT_S,
   parseJson,
   parseSeconds,
@@ -24,8 +26,14 @@ export function objectRoutes(backend: Backend): Hono {
     const id = header === undefined ? newObjectId() : checkId(header)
     const ttl = c.req.query('ttlS')
     const ttlMs = ttl === undefined ? undefined : positiveSeconds(ttl) * 1000
-    const value = await readValue(c)
-    await backend.put(id, value, ttlMs)
+    const length = Number(c.req.header('content-length'))
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
+    if (isBytes(c) && incoming && Number.isSafeInteger(length) && backend.streamsBody?.(length)) {
+      // Too big to pass through memory: it goes where it will be kept as it arrives.
+      await backend.putBody?.(id, length, incoming, ttlMs)
+    } else {
+      await backend.put(id, await readValue(c), ttlMs)
+    }
     c.header('Location', `/v1/objects/${id}`)
     return c.json({ id }, 201)
   })

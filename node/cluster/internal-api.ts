@@ -4,9 +4,10 @@
  * Every route wants the cluster secret.
  */
 import { timingSafeEqual } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { readBytes } from '../../gateway/http-input.ts'
-import { bytesResponse } from '../../gateway/respond.ts'
+import { bytesResponse, fileResponse, STREAM_FROM_DISK_BYTES } from '../../gateway/respond.ts'
 import { BYTES_TYPE, type EncodedValue, isObjectId, JSON_TYPE } from '../../sdk/codec.ts'
 import {
   BadRequestError,
@@ -73,6 +74,9 @@ export function objectReply(
   store: ObjectStore,
 ): Response {
   if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
+  const file =
+    entry.status === 'ready' && entry.size >= STREAM_FROM_DISK_BYTES ? store.openOnDisk(id) : undefined
+  if (file) return fileResponse(c, file)
   const value = entry.status === 'ready' ? store.value(id, false) : undefined
   if (value) {
     return value.kind === 'json'
@@ -151,11 +155,18 @@ export function internalApi(options: InternalApiOptions): Hono {
     const id = c.req.param('id')
     if (!isObjectId(id)) throw new BadRequestError(`bad object id ${id}`)
     const bytes = (c.req.header('content-type') ?? '').startsWith(BYTES_TYPE)
+    const ttl = Number(c.req.query('ttlMs'))
+    const options = { ttlMs: ttl > 0 ? ttl : undefined, visible: true }
+    const length = Number(c.req.header('content-length'))
+    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
+    if (bytes && incoming && Number.isSafeInteger(length) && node.store.streamsToDisk(length)) {
+      await node.store.putFrom(id, length, incoming, options)
+      return c.body(null, 204)
+    }
     const value: EncodedValue = bytes
       ? { kind: 'bytes', bytes: await readBytes(c) }
       : { kind: 'json', text: await c.req.text() }
-    const ttl = Number(c.req.query('ttlMs'))
-    node.store.put(id, value, { ttlMs: ttl > 0 ? ttl : undefined, visible: true })
+    node.store.put(id, value, options)
     return c.body(null, 204)
   })
 

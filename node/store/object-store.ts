@@ -16,9 +16,9 @@
  * OBJECT_STORE_FULL, and then nothing stored before is harmed.
  */
 import { LRUCache } from 'lru-cache'
-import { contentTypeOf, type EncodedValue, sizeOf } from '../../sdk/codec.ts'
+import { BYTES_TYPE, contentTypeOf, type EncodedValue, sizeOf } from '../../sdk/codec.ts'
 import { ObjectStoreFullError, type SerializedError, serializeError } from '../../sdk/errors.ts'
-import type { SpillStore } from './spill.ts'
+import type { SpilledFile, SpillStore } from './spill.ts'
 
 export type ObjectStatus = 'pending' | 'running' | 'ready' | 'failed' | 'cancelled'
 
@@ -227,6 +227,58 @@ export class ObjectStore {
       // No room in memory even after spilling others: it is read from disk each time.
     }
     return spilled
+  }
+
+  /** Whether a byte value of `length` had better go to disk as it arrives than through memory. */
+  streamsToDisk(length: number): boolean {
+    return this.#spill !== undefined && length + ENTRY_OVERHEAD > this.#maxBytes / 4
+  }
+
+  /**
+   * Stores `length` bytes arriving in `chunks` (a big request body) under a
+   * new id, writing them to disk as they come; false if the id is taken.
+   * Throws ObjectStoreFullError when they do not fit, storing nothing.
+   */
+  async putFrom(
+    id: string,
+    length: number,
+    chunks: AsyncIterable<Uint8Array>,
+    options: CreateOptions = {},
+  ): Promise<boolean> {
+    const spill = this.#spill
+    if (!spill) throw this.#full(length)
+    if (!this.create(id, null, options)) return false
+    try {
+      await spill.writeFrom(id, length, chunks)
+    } catch (err) {
+      const entry = this.#entries.get(id)
+      if (entry) this.#free(entry)
+      throw err
+    }
+    const entry = this.#entries.get(id)
+    if (!entry) {
+      spill.remove(id) // deleted while it arrived
+      return true
+    }
+    this.#counts.spills.count += 1
+    this.#counts.spills.bytes += length
+    entry.stored = true
+    this.#finish(entry, { elsewhere: { size: length, contentType: BYTES_TYPE } })
+    return true
+  }
+
+  /**
+   * An open descriptor on the bytes of a ready object that is on disk and not
+   * in memory, for streaming them out without reading them in; the caller closes it.
+   */
+  openOnDisk(id: string): SpilledFile | undefined {
+    if (this.#memory.has(id) || this.#entries.get(id)?.status !== 'ready') return undefined
+    const file = this.#spill?.open(id)
+    if (file) {
+      this.#counts.restores.count += 1
+      this.#counts.restores.bytes += file.length
+    }
+    return file
   }
 
   markRunning(id: string, attempts: number): void {

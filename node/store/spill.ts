@@ -14,11 +14,12 @@ import {
   readSync,
   rmSync,
   unlinkSync,
+  write,
   writeSync,
 } from 'node:fs'
 import { join } from 'node:path'
 import type { EncodedValue } from '../../sdk/codec.ts'
-import { ObjectStoreFullError } from '../../sdk/errors.ts'
+import { BadRequestError, ObjectStoreFullError } from '../../sdk/errors.ts'
 
 export interface SpillOptions {
   /** The folder for spill files; created, and emptied of what an earlier run left. */
@@ -47,6 +48,14 @@ interface Location {
   kind: EncodedValue['kind']
 }
 
+/** Where a spilled value is, opened for reading. */
+export interface SpilledFile {
+  fd: number
+  offset: number
+  length: number
+  kind: EncodedValue['kind']
+}
+
 export interface SpillStats {
   count: number
   /** Bytes of the values on disk. */
@@ -63,6 +72,8 @@ export class SpillStore {
   #nextFile = 1
   #fileBytes = 0
   #bytes = 0
+  /** Bytes being written by writeFrom, counted against the limit. */
+  #reserved = 0
 
   constructor(options: SpillOptions) {
     if (!(options.limitBytes >= 0)) throw new TypeError('options.limitBytes must be a non-negative number')
@@ -84,16 +95,66 @@ export class SpillStore {
     this.#append(id, value, true)
   }
 
+  /**
+   * Writes `length` bytes arriving in `chunks` (a request body) to a file of
+   * their own, never holding them all in memory. Throws ObjectStoreFullError,
+   * with nothing kept, when they do not fit; any other error of `chunks` too.
+   */
+  async writeFrom(id: string, length: number, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    if (this.#where.has(id)) throw new Error(`object ${id} is on disk already`)
+    this.#checkRoom(length)
+    this.#reserved += length
+    const { file, fd } = this.#openFile()
+    let written = 0
+    try {
+      for await (const chunk of chunks) {
+        if (written + chunk.byteLength > length)
+          throw new BadRequestError('the body is longer than its Content-Length')
+        // Written as it comes: the loop only goes on once the chunk is on its way to disk.
+        await new Promise<void>((resolve, reject) =>
+          write(fd, chunk, 0, chunk.byteLength, written, (err) =>
+            err ? reject(diskError(err, length)) : resolve(),
+          ),
+        )
+        written += chunk.byteLength
+      }
+      if (written !== length) throw new BadRequestError('the body is shorter than its Content-Length')
+    } catch (err) {
+      this.#dropFile(file)
+      throw err
+    } finally {
+      this.#reserved -= length
+      closeSync(fd)
+    }
+    file.size = length
+    file.liveBytes = length
+    file.ids.add(id)
+    this.#fileBytes += length
+    this.#bytes += length
+    this.#where.set(id, { file, offset: 0, length, kind: 'bytes' })
+  }
+
+  /** An open descriptor on a value's bytes, for streaming it out; the caller closes it. */
+  open(id: string): SpilledFile | undefined {
+    const at = this.#where.get(id)
+    if (!at) return undefined
+    return { fd: openSync(at.file.path, 'r'), offset: at.offset, length: at.length, kind: at.kind }
+  }
+
+  #checkRoom(length: number): void {
+    if (this.#fileBytes + this.#reserved + length > this.#limit) {
+      throw new ObjectStoreFullError(
+        `object store full: ${length} bytes do not fit in memory, and the spill limit of ${this.#limit} bytes is reached`,
+      )
+    }
+  }
+
   /** Writes a value; `limited`: refused past the spill limit (compaction, which frees more than it writes, is not). */
   #append(id: string, value: EncodedValue, limited: boolean): void {
     if (this.#where.has(id)) return
     const data = value.kind === 'json' ? Buffer.from(value.text) : value.bytes
     const length = data.byteLength
-    if (limited && this.#fileBytes + length > this.#limit) {
-      throw new ObjectStoreFullError(
-        `object store full: ${length} bytes do not fit in memory, and the spill limit of ${this.#limit} bytes is reached`,
-      )
-    }
+    if (limited) this.#checkRoom(length)
     const own = length >= OWN_FILE_BYTES
     const target = own ? this.#openFile() : this.#segmentFor(length)
     const offset = target.file.size
