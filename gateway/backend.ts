@@ -42,7 +42,8 @@ export interface Backend {
   onSettled(id: string, listener: (entry: ObjectEntry | undefined) => void): () => void
   /** Settled ids among `ids`, in input order, at most `count`, once `count` settle or time runs out. */
   waitAny(ids: readonly string[], count: number, timeoutMs: number): Promise<string[]>
-  delete(id: string): boolean
+  /** Frees an object wherever it is stored; false if it is unknown. */
+  delete(id: string): Promise<boolean>
   nodes(): NodeInfo[]
   ready(): boolean
 }
@@ -74,7 +75,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     whenSettled: (id, timeoutMs) => node.store.whenSettled(id, timeoutMs),
     onSettled: (id, listener) => node.store.onSettled(id, listener),
     waitAny: (ids, count, timeoutMs) => node.store.waitAny(ids, count, timeoutMs),
-    delete: (id) => node.delete(id),
+    delete: async (id) => node.delete(id),
     nodes: () => {
       const { steals, ...stats } = node.stats()
       return [

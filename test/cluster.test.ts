@@ -101,6 +101,18 @@ describe('a three-node cluster', () => {
     await mp.close()
   })
 
+  it('frees an object made inside a function through the head, on its node', async () => {
+    const mp = connect(head.url)
+    const held = (await mp.get(mp.remote('hold').remote('short-lived'), { timeout: 30 })) as {
+      ref: { id: string }
+    }
+    const url = `${head.url}/v1/objects/${held.ref.id}`
+    expect((await fetch(url, { method: 'DELETE' })).status).toBe(204)
+    expect((await fetch(url)).status).toBe(404)
+    expect((await fetch(url, { method: 'DELETE' })).status).toBe(404)
+    await mp.close()
+  })
+
   it('runs a call that needs a resource only on the node that has it, and refuses one nobody has', async () => {
     const ok = await fetch(`${head.url}/v1/functions/square/invoke?wait=10`, {
       method: 'POST',

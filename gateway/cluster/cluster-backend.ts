@@ -266,13 +266,17 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       return fetchObject(entry.id, at, secret, true)
     },
 
-    delete(id) {
+    async delete(id) {
       const entry = directory.lookup(id)
       if (!directory.delete(id)) return false
       placed.delete(id)
       const at = addressOf(entry?.node)
+      // Done once the node has let go too: a read that follows finds it nowhere.
       if (at) {
-        request(`${at}/internal/objects/${id}`, { method: 'DELETE', headers: { [SECRET_HEADER]: secret } })
+        await request(`${at}/internal/objects/${id}`, {
+          method: 'DELETE',
+          headers: { [SECRET_HEADER]: secret },
+        })
           .then((r) => r.body.dump())
           .catch(() => {})
       }

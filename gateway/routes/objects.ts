@@ -65,9 +65,11 @@ export function objectRoutes(backend: Backend): Hono {
     })
   })
 
-  app.delete('/objects/:id', (c) => {
+  app.delete('/objects/:id', async (c) => {
     const id = checkId(c.req.param('id'))
-    if (!backend.delete(id)) throw new ObjectNotFoundError(`no object ${id}`)
+    // An object made inside a function on some node may be unknown here until looked up.
+    await requireObjects(backend, [id])
+    if (!(await backend.delete(id))) throw new ObjectNotFoundError(`no object ${id}`)
     return c.body(null, 204)
   })
 
