@@ -43,7 +43,12 @@ export async function startHead(options: HeadOptions) {
     ...(options.deadAfterMs === undefined ? {} : { deadAfterMs: options.deadAfterMs }),
     onDead: (node) => backend.nodeDied(node),
   })
-  const backend = clusterBackend({ registry, secret, config: (fn) => functions.get(fn)?.config })
+  const backend = clusterBackend({
+    registry,
+    secret,
+    config: (fn) => functions.get(fn)?.config,
+    spillDir: join(stateDir, 'spill'),
+  })
   const app = createGatewayApp({
     backend,
     functions,
@@ -62,6 +67,7 @@ export async function startHead(options: HeadOptions) {
       closed ??= (async () => {
         registry.close()
         await server.close()
+        backend.close()
         await rm(stateDir, { recursive: true, force: true })
       })()
       return closed

@@ -60,37 +60,32 @@ export function createMetrics(backend: Backend): Registry {
         for (const node of nodes()) this.set({ node: node.id }, read(node))
       },
     })
-  counter('magpie_steals_total', 'Tasks taken from another worker deque.', (n) => n.steals.in)
-  counter(
-    'magpie_node_fetch_bytes_total',
-    'Bytes of objects a node copied from other nodes.',
-    (n) => n.fetched?.bytes ?? 0,
-  )
-  counter(
-    'magpie_object_spills_total',
-    'Values written to disk because memory was full.',
-    (n) => n.objects.spills.count,
-  )
-  counter(
-    'magpie_object_spill_bytes_total',
-    'Bytes of values written to disk.',
-    (n) => n.objects.spills.bytes,
-  )
-  counter(
-    'magpie_object_restores_total',
-    'Spilled values read back from disk.',
-    (n) => n.objects.restores.count,
-  )
-  counter(
-    'magpie_object_restore_bytes_total',
-    'Bytes of spilled values read back.',
-    (n) => n.objects.restores.bytes,
-  )
-  counter(
-    'magpie_objects_freed_total',
-    'Objects freed: deleted, expired, or needed by nothing.',
-    (n) => n.objects.freed,
-  )
+  const counters: Array<[name: string, help: string, read: (n: Node) => number]> = [
+    ['magpie_steals_total', 'Tasks taken from another worker deque.', (n) => n.steals.in],
+    [
+      'magpie_node_fetch_bytes_total',
+      'Bytes of objects a node copied from other nodes.',
+      (n) => n.fetched?.bytes ?? 0,
+    ],
+    [
+      'magpie_object_spills_total',
+      'Values written to disk because memory was full.',
+      (n) => n.objects.spills.count,
+    ],
+    ['magpie_object_spill_bytes_total', 'Bytes of values written to disk.', (n) => n.objects.spills.bytes],
+    ['magpie_object_restores_total', 'Spilled values read back from disk.', (n) => n.objects.restores.count],
+    [
+      'magpie_object_restore_bytes_total',
+      'Bytes of spilled values read back.',
+      (n) => n.objects.restores.bytes,
+    ],
+    [
+      'magpie_objects_freed_total',
+      'Objects freed: deleted, expired, or needed by nothing.',
+      (n) => n.objects.freed,
+    ],
+  ]
+  for (const [name, help, read] of counters) counter(name, help, read)
   gauge('magpie_tasks_running', 'Calls handed to worker threads and not finished.', (n) => n.running)
   gauge('magpie_tasks_queued', 'Calls waiting in worker deques.', (n) => n.queued)
   gauge('magpie_objects', 'Objects the node knows of.', (n) => n.objects.count)

@@ -9,6 +9,7 @@ import { SECRET_HEADER, toWireArg, type WireArg, type WireCall } from '../../nod
 import { fetchObject, INLINE_MAX, type Settled, safeJson } from '../../node/cluster/node-process.ts'
 import type { TaskSpec } from '../../node/node.ts'
 import { type ObjectEntry, ObjectStore } from '../../node/store/object-store.ts'
+import { SpillStore } from '../../node/store/spill.ts'
 import type { TaskArg } from '../../node/worker/messages.ts'
 import { asBuffer } from '../../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, contentTypeOf, type EncodedValue, JSON_TYPE } from '../../sdk/codec.ts'
@@ -18,12 +19,17 @@ import type { Backend, NodeInfo } from '../backend.ts'
 import { capable, place } from './placement.ts'
 import { type ClusterNode, type NodeRegistry, ownerOf } from './registry.ts'
 
+/** Memory for the small results the head keeps itself (the rest stay on their nodes). */
+const DIRECTORY_BYTES = 256 * 1024 * 1024
+
 export interface ClusterBackendOptions {
   registry: NodeRegistry
   secret: string
   /** The config of a deployed function, for placement and retries. */
   config(fn: string): CallOptions | undefined
   ttlMs?: number
+  /** Where the head's directory spills small results that do not fit its memory. */
+  spillDir: string
 }
 
 /** A call placed on a node and not finished; which node, its directory entry says. */
@@ -40,11 +46,17 @@ export interface ClusterBackend extends Backend {
   handBack(nodeId: string, ids: string[]): void
   /** Places again what was running on a dead node. */
   nodeDied(node: ClusterNode): void
+  /** Stops the directory's sweeper and deletes its spill files. */
+  close(): void
 }
 
 export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
   const { registry, secret, config } = options
-  const directory = new ObjectStore({ maxBytes: 256 * 1024 * 1024, ttlMs: options.ttlMs ?? 3600_000 })
+  const directory = new ObjectStore({
+    maxBytes: DIRECTORY_BYTES,
+    ttlMs: options.ttlMs ?? 3600_000,
+    spill: new SpillStore({ dir: options.spillDir, limitBytes: Number.POSITIVE_INFINITY }),
+  })
   const placed = new Map<string, Placed>()
   const outboxes = new Map<string, WireCall[]>()
 
@@ -323,6 +335,8 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         if (job && !dispatch(job)) fail(id, 'NO_CAPACITY', 'no live node is left to run it', job.attempts)
       }
     },
+
+    close: () => directory.close(),
 
     nodeDied(node) {
       for (const [id, job] of placed) {

@@ -48,6 +48,12 @@ export interface ObjectEntry {
   refs: string[] | undefined
 }
 
+/** How an object finishes: with a value, ready on another node, or with an error. */
+export type SettledAs =
+  | { value: EncodedValue }
+  | { elsewhere: { size: number; contentType: string } }
+  | { error: SerializedError; cancelled?: boolean }
+
 export interface CreateOptions {
   /** Lifetime after a client last saw it, in ms (default: the store's). */
   ttlMs?: number | undefined
@@ -322,13 +328,7 @@ export class ObjectStore {
    * (a head's directory keeps only small values itself). A value that fits
    * neither memory nor disk fails the object with OBJECT_STORE_FULL.
    */
-  settle(
-    id: string,
-    outcome:
-      | { value: EncodedValue }
-      | { elsewhere: { size: number; contentType: string } }
-      | { error: SerializedError; cancelled?: boolean },
-  ): void {
+  settle(id: string, outcome: SettledAs): void {
     const entry = this.#entries.get(id)
     if (!entry || isSettled(entry)) return // freed while it was computed, or settled already
     if ('value' in outcome) {
@@ -343,13 +343,7 @@ export class ObjectStore {
     this.#finish(entry, outcome)
   }
 
-  #finish(
-    entry: ObjectEntry,
-    outcome:
-      | { value: EncodedValue }
-      | { elsewhere: { size: number; contentType: string } }
-      | { error: SerializedError; cancelled?: boolean },
-  ): void {
+  #finish(entry: ObjectEntry, outcome: SettledAs): void {
     this.#unfinished -= 1
     const argRefs = entry.refs
     entry.refs = undefined
