@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
+import { stopBundler } from '../gateway/registry/bundle.ts'
 import { startNodeProcess } from '../node/cluster/node-process.ts'
 import { parseBytes } from './units.ts'
 
@@ -115,6 +116,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
       host,
       port: flags.port === undefined ? 0 : port,
     })
+    await stopBundler()
     console.log(`magpie node ${node.id} listening on ${node.address}, joined ${flags.join}`)
     await untilSignal(async () => {
       await node.stop()
@@ -125,6 +127,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
 
   if (flags.head || nodes !== undefined) {
     const head = await startHead({ functionsDir, port, host, token: flags.token, secret, ...gateway })
+    await stopBundler()
     console.log(`magpie listening on ${head.url}`)
     const children: ChildProcess[] = []
     if (nodes === undefined) {
@@ -168,6 +171,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
     ...gateway,
     stateDir,
   })
+  await stopBundler()
   console.log(`magpie listening on ${platform.url}`)
   await untilSignal(() => platform.close())
   return 0

@@ -103,9 +103,10 @@ const COPY_TTL_MS = 10_000
 const COLLECT_AT = 0.5
 const COLLECT_GAP_MS = 50
 /**
- * Byte values the store lets go of stay in memory until the garbage
- * collector finds them unused: after a quarter of the store's memory (16 to
- * 64 MiB) has been let go, the node and its workers collect.
+ * Values the store lets go of stay in memory until the garbage collector
+ * finds them unused, and V8 runs it by the size of its own heap, which big
+ * values in shared memory barely touch: after a quarter of the store's memory
+ * (16 to 64 MiB) has been let go, the node and its workers collect.
  */
 const RELEASE_COLLECT_MIN = 16 * 1024 * 1024
 const RELEASE_COLLECT_MAX = 64 * 1024 * 1024
@@ -422,7 +423,7 @@ export class LocalNode {
     this.#relieve()
   }
 
-  /** Counts shared memory the store let go of, and collects garbage everywhere once it is much. */
+  /** Counts the memory the store let go of, and collects garbage everywhere once it is much. */
   #onReleased(bytes: number): void {
     this.#released += bytes
     if (this.#released < this.#releaseCollectAt || this.#collectQueued) return

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build, type Plugin } from 'esbuild'
+import { build, type Plugin, stop } from 'esbuild'
 
 export const ENTRY_NAMES = ['index.ts', 'index.mts', 'index.js', 'index.mjs'] as const
 
@@ -72,4 +72,13 @@ export async function bundleFunction(entry: string): Promise<Bundle> {
   const code = result.outputFiles[0]?.text ?? ''
   const version = createHash('sha256').update(code).digest('hex').slice(0, 12)
   return { code, version }
+}
+
+/**
+ * Stops esbuild's service process once every folder is bundled, so that a
+ * running platform does not keep it (tens of MiB) for nothing; a later
+ * bundle starts it again.
+ */
+export async function stopBundler(): Promise<void> {
+  await stop()
 }

@@ -72,7 +72,7 @@ export interface ObjectStoreOptions {
   spill?: SpillStore | undefined
   /** Clock in ms for creation times and TTLs (tests pass a fake one). */
   now?: () => number
-  /** Told of the bytes of every byte value that leaves memory (spilled, freed or dropped). */
+  /** Told of the size of every value that leaves memory (spilled, freed or dropped). */
   released?: (bytes: number) => void
 }
 
@@ -140,8 +140,9 @@ export class ObjectStore {
       sizeCalculation: (value) => sizeOf(value) + ENTRY_OVERHEAD,
       // Room is made before every set (#makeRoom); this only counts what leaves.
       dispose: (value) => {
-        this.#valueBytes -= sizeOf(value)
-        if (value.kind === 'bytes') released?.(value.bytes.byteLength)
+        const size = sizeOf(value)
+        this.#valueBytes -= size
+        released?.(size)
       },
     })
     this.#sweeper = setInterval(() => this.expire(), SWEEP_MS)
@@ -235,9 +236,18 @@ export class ObjectStore {
     return spilled
   }
 
-  /** Whether a byte value of `length` had better go to disk as it arrives than through memory. */
+  /**
+   * Whether a byte value of `length` had better go to disk as it arrives than
+   * through memory: when it is big beside the store (an eighth of it or more)
+   * and memory has no room for it as things stand.
+   */
   streamsToDisk(length: number): boolean {
-    return this.#spill !== undefined && length + ENTRY_OVERHEAD > this.#maxBytes / 4
+    const size = length + ENTRY_OVERHEAD
+    return (
+      this.#spill !== undefined &&
+      size > this.#maxBytes / 8 &&
+      size > this.#maxBytes - this.#memory.calculatedSize
+    )
   }
 
   /**
