@@ -3,6 +3,7 @@
  * and its disk: nothing is lost, memory stays bounded, freed and expired ids
  * are gone, and short-lived nested objects do not pile up.
  */
+import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -189,6 +190,46 @@ describe('object store under pressure', () => {
       expect((await fetch(`${platform.url}/v1/objects/${id}`, { method: 'DELETE' })).status).toBe(204)
     }
     expect((await put(platform.url, payload(99, MiB))).status).toBe(201)
+  }, 60_000)
+
+  it('answers 507 when the disk itself is full (a 24 MiB tmpfs as --state, no --spill-limit)', async () => {
+    // Needs root for mount, as CI has.
+    const disk = mkdtempSync(join(tmpdir(), 'magpie-small-disk-'))
+    folders.push(disk)
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', disk])
+    try {
+      const platform = await startPlatformProcess([
+        '--functions',
+        functionsDir,
+        '--state',
+        disk,
+        '--object-store-memory',
+        '8MiB',
+        '--cpus',
+        '1',
+      ])
+      running.push(platform)
+      const stored: Array<{ id: string; digest: string }> = []
+      let refused: Response | undefined
+      for (let i = 0; i < 64 && !refused; i++) {
+        // 600 KiB: big enough for a file of its own, small enough to pass through memory.
+        const body = payload(200 + i, 600 * 1024)
+        const response = await put(platform.url, body)
+        if (response.status === 201)
+          stored.push({ id: ((await response.json()) as { id: string }).id, digest: sha(body) })
+        else refused = response
+      }
+      expect(refused?.status).toBe(507)
+      expect(stored.length).toBeGreaterThan(40)
+      for (const { id, digest } of stored) {
+        const response = await fetch(`${platform.url}/v1/objects/${id}`)
+        expect(response.status).toBe(200)
+        expect(sha(new Uint8Array(await response.arrayBuffer()))).toBe(digest)
+      }
+      await platform.stop()
+    } finally {
+      execFileSync('umount', ['-l', disk])
+    }
   }, 60_000)
 
   it('answers 404 for freed and expired ids, and keeps an object for its ttlS after it was last read', async () => {
