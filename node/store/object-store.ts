@@ -590,6 +590,7 @@ export class ObjectStore {
 
   #toMemory(id: string, value: EncodedValue): void {
     const size = sizeOf(value)
+    if (size + ENTRY_OVERHEAD > this.#maxBytes) throw this.#full(size + ENTRY_OVERHEAD)
     this.#makeRoom(size + ENTRY_OVERHEAD)
     this.#memory.set(id, value)
     this.#valueBytes += size

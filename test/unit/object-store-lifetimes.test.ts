@@ -72,6 +72,21 @@ describe('ObjectStore memory and disk', () => {
     store.close()
   })
 
+  it('keeps a value bigger than its memory on disk only, and reads it from there every time', () => {
+    const { spill } = spillStore()
+    const store = new ObjectStore({ maxBytes: 1024 * 1024, ttlMs: 60_000, spill })
+    store.put(id(1), bytes(256 * 1024, 1), { visible: true })
+    store.put(id(2), bytes(2 * 1024 * 1024, 2), { visible: true })
+    for (let i = 0; i < 2; i++) {
+      const value = store.value(id(2)) as { bytes: Uint8Array }
+      expect(value.bytes.byteLength).toBe(2 * 1024 * 1024)
+      expect(value.bytes[12345]).toBe(2)
+    }
+    expect(store.stats().bytes).toBe(256 * 1024) // the small one never had to leave
+    expect(store.stats().restores.count).toBe(2)
+    store.close()
+  })
+
   it('without a disk tier, a full memory refuses new values rather than dropping old ones', () => {
     const store = new ObjectStore({ maxBytes: 2048, ttlMs: 60_000 })
     store.put(id(1), json('"a"'.padEnd(1500, ' ')), { visible: true })
