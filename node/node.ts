@@ -623,6 +623,16 @@ export class LocalNode {
     return pinned
   }
 
+  /**
+   * A result kept here for the owner of a stolen call, which has it now:
+   * it becomes a copy like those fetched from peers (kept a while, dropped
+   * first when memory is short).
+   */
+  keepAsCopy(id: string): void {
+    this.store.makeCopy(id, COPY_TTL_MS)
+    this.store.unpin(id)
+  }
+
   /** Frees an object; a queued task making it is dropped. */
   delete(id: string): boolean {
     const existed = this.store.delete(id)

@@ -177,9 +177,11 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     // The ids in a value sent away keep their TTL here.
     if (settled.value !== undefined) node.store.seenInside(id)
     // A peer owns it: once the report carries all of it, this node's copy is not needed.
-    // (A big value stays pinned until the owner, having copied it, deletes it here.)
-    const pinned = pinnedForOwner.delete(id)
-    if (pinned && (settled.value !== undefined || settled.status !== 'ready')) node.store.unpin(id)
+    // (A big value stays pinned until the owner has copied it: see /release.)
+    if (pinnedForOwner.has(id) && (settled.value !== undefined || settled.status !== 'ready')) {
+      pinnedForOwner.delete(id)
+      node.store.unpin(id)
+    }
   }
   const runFor = (id: string, owner: string) => {
     owners.set(id, owner)
@@ -234,6 +236,13 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     return c.json({ calls })
   })
 
+  /** The owner of a stolen call has its big result now: the copy here is a copy like any other. */
+  app.post('/internal/objects/:id/release', (c) => {
+    const id = c.req.param('id')
+    if (pinnedForOwner.delete(id)) node.keepAsCopy(id)
+    return c.body(null, 204)
+  })
+
   /** Results of calls a peer stole from here. */
   app.post('/internal/settled', async (c) => {
     const { address: from, objects } = (await c.req.json()) as { address: string; objects: Settled[] }
@@ -241,9 +250,9 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       if (o.status === 'ready' && o.value !== undefined)
         node.store.settle(o.id, { value: { kind: 'json', text: o.value } })
       else if (o.status === 'ready') {
-        // Once copied here, the thief's copy is not needed.
+        // Once copied here, the thief's copy is just a copy (kept a while: more calls may want it there).
         copyFrom(o.id, from).then(() =>
-          call('DELETE', `${from}/internal/objects/${o.id}`, secret).catch(() => {}),
+          call('POST', `${from}/internal/objects/${o.id}/release`, secret).catch(() => {}),
         )
       } else if (o.error) node.store.settle(o.id, { error: o.error, cancelled: o.status === 'cancelled' })
     }

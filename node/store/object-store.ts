@@ -377,6 +377,15 @@ export class ObjectStore {
     if (this.#freeable(entry)) this.#free(entry)
   }
 
+  /** Turns an object into a copy of one owned elsewhere, kept for `ttlMs` after it was last seen. */
+  makeCopy(id: string, ttlMs: number): void {
+    const entry = this.#entries.get(id)
+    if (!entry) return
+    entry.cached = true
+    entry.ttlMs = ttlMs
+    this.#see(entry)
+  }
+
   /** One more holder needs the object; false if it is not here. */
   pin(id: string): boolean {
     const entry = this.#entries.get(id)
