@@ -55,7 +55,7 @@ export interface NodeOptions {
    * copy is kept, so that each object crosses to a node at most once.
    */
   fetchRemote?: (id: string, at: string) => Promise<EncodedValue>
-  /** Where to fetch an argument from that is not here and comes with no address (it moved away). */
+  /** Where to fetch an object from that is not here and comes with no address (elsewhere in the cluster). */
   locate?: (id: string) => string | undefined
 }
 
@@ -502,6 +502,7 @@ export class LocalNode {
 
   #get(worker: WorkerHandle, message: Extract<FromWorker, { type: 'get' }>): void {
     const unique = [...new Set(message.ids)]
+    this.#fetchMissing(unique)
     const reply = (settled: string[]) => {
       const done = new Set(settled)
       const results = message.ids.map((id): Outcome => {
@@ -517,7 +518,18 @@ export class LocalNode {
     this.#whenSettled(worker, message.task, unique, unique.length, message.timeoutMs, reply)
   }
 
+  /** Starts fetching copies of the objects a function asks for that are held elsewhere in the cluster. */
+  #fetchMissing(ids: readonly string[]): void {
+    if (!this.#locate) return
+    for (const id of ids) {
+      if (this.store.has(id)) continue
+      const at = this.#locate(id)
+      if (at) this.#fetchCopy(id, at)
+    }
+  }
+
   #wait(worker: WorkerHandle, message: Extract<FromWorker, { type: 'wait' }>): void {
+    this.#fetchMissing(message.ids)
     this.#whenSettled(worker, message.task, message.ids, message.numReturns, message.timeoutMs, (ready) =>
       worker.send({ type: 'waited', req: message.req, ready }),
     )

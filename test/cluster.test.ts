@@ -101,6 +101,25 @@ describe('a three-node cluster', () => {
     await mp.close()
   })
 
+  it('lets a function get a ref it was handed, wherever in the cluster the object is', async () => {
+    const mp = connect(head.url)
+    const gpuNode = (await nodeList()).find((n) => n.resources.gpu)?.id as string
+    // A ref made on another node than the one that reads it.
+    let held: { ref: { id: string } } | undefined
+    for (let tries = 0; tries < 20 && (!held || held.ref.id.startsWith(`${gpuNode}_`)); tries++) {
+      held = (await mp.get(mp.remote('hold').remote({ made: 'elsewhere' }), { timeout: 30 })) as {
+        ref: { id: string }
+      }
+    }
+    expect(held?.ref.id.startsWith(`${gpuNode}_`)).toBe(false)
+    const onGpu = mp.remote('deref').options({ resources: { gpu: 1 } })
+    expect(await mp.get(onGpu.remote(held), { timeout: 30 })).toEqual({ made: 'elsewhere' })
+    // A ref to an object a client put: the head owns it.
+    const put = await mp.put({ put: 'by a client' })
+    expect(await mp.get(onGpu.remote({ ref: put }), { timeout: 30 })).toEqual({ put: 'by a client' })
+    await mp.close()
+  })
+
   it('frees an object made inside a function through the head, on its node', async () => {
     const mp = connect(head.url)
     const held = (await mp.get(mp.remote('hold').remote('short-lived'), { timeout: 30 })) as {

@@ -1,4 +1,7 @@
-/** The head's internal routes, for its nodes: register, heartbeat, leave, report results. Cluster secret required. */
+/**
+ * The head's internal routes, for its nodes: register, heartbeat, leave,
+ * report results, read the objects the head owns. Cluster secret required.
+ */
 import { Hono } from 'hono'
 import { requireClusterSecret } from '../../node/cluster/internal-api.ts'
 import type { Settled } from '../../node/cluster/node-process.ts'
@@ -6,10 +9,25 @@ import type { NodeStats } from '../../node/node.ts'
 import { BadRequestError, NotFoundError } from '../../sdk/errors.ts'
 import type { ClusterBackend } from '../cluster/cluster-backend.ts'
 import type { NodeRegistry } from '../cluster/registry.ts'
+import { checkId, requireObjects } from '../http-input.ts'
+import { objectResponse } from '../respond.ts'
 
 export function internalRoutes(registry: NodeRegistry, backend: ClusterBackend, secret: string): Hono {
   const app = new Hono()
   app.use('*', requireClusterSecret(secret))
+
+  /**
+   * An object as a node reads it (`?wait=S` waits while it is unfinished): one
+   * a client made, or any other the head can find. A node reads its handles'
+   * objects here when their ids do not name a node it knows.
+   */
+  app.get('/objects/:id', async (c) => {
+    const id = checkId(c.req.param('id'))
+    await requireObjects(backend, [id])
+    const wait = Number(c.req.query('wait') ?? 0)
+    const entry = wait > 0 ? await backend.whenSettled(id, Math.min(wait, 60) * 1000) : backend.lookup(id)
+    return objectResponse(c, id, entry, backend)
+  })
 
   app.post('/nodes', async (c) => {
     const body = (await c.req.json()) as {

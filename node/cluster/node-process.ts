@@ -6,7 +6,7 @@
 import { join } from 'node:path'
 import { request } from 'undici'
 import { canRun } from '../../gateway/cluster/placement.ts'
-import { newNodeId } from '../../gateway/cluster/registry.ts'
+import { newNodeId, ownerOf } from '../../gateway/cluster/registry.ts'
 import { listen } from '../../gateway/listen.ts'
 import { FunctionRegistry } from '../../gateway/registry/registry.ts'
 import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../../sdk/codec.ts'
@@ -141,8 +141,17 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
     fetchRemote: (id, at) => fetchObject(id, at, secret),
-    locate: (id) => moved.get(id),
+    locate: (id) => {
+      const at = moved.get(id)
+      if (at) return at
+      // An id names the node that made it; any other the head can find.
+      const owner = ownerOf(id)
+      if (owner !== undefined && owner === nodeId) return undefined // made here, and gone
+      return (owner && peerAddresses.get(owner)) || head
+    },
   })
+  /** The other nodes' addresses, by id, as the head last told. */
+  const peerAddresses = new Map<string, string>()
 
   /**
    * Calls run here for someone else, by id: the URL of their owner (the head,
@@ -287,7 +296,12 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   })
   const heartbeat = setInterval(() => {
     call('POST', `${head}/internal/nodes/${nodeId}/heartbeat`, secret, node.stats()).then(
-      (answer) => thief.setPeers((answer as { peers?: Peer[] } | undefined)?.peers ?? []),
+      (answer) => {
+        const peers = (answer as { peers?: Peer[] } | undefined)?.peers ?? []
+        thief.setPeers(peers)
+        peerAddresses.clear()
+        for (const peer of peers) peerAddresses.set(peer.id, peer.address)
+      },
       (err: { code?: string }) => {
         if (err?.code === 'NOT_FOUND') register().catch(() => {})
       },
