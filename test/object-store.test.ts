@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { type PlatformProcess, startPlatformProcess } from '../bench/lib/platform-process.ts'
+import type { NodeStats } from '../node/node.ts'
 import { functionsWithFixtures } from './helpers.ts'
 
 const MiB = 1024 * 1024
@@ -77,17 +78,9 @@ function memoryOf(pid: number): { peak: number; now: number } {
   return { peak: kib('VmHWM'), now: kib('VmRSS') }
 }
 
-async function objectStats(url: string) {
-  const nodes = (await (await fetch(`${url}/v1/nodes`)).json()) as Array<{
-    objects: {
-      count: number
-      bytes: number
-      spilledCount: number
-      spilledBytes: number
-      spills: { count: number; bytes: number }
-    }
-  }>
-  return nodes[0]?.objects as NonNullable<(typeof nodes)[0]>['objects']
+async function objectStats(url: string): Promise<NodeStats['objects']> {
+  const nodes = (await (await fetch(`${url}/v1/nodes`)).json()) as NodeStats[]
+  return nodes[0]?.objects as NodeStats['objects']
 }
 
 describe('object store under pressure', () => {
