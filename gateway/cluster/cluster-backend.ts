@@ -145,7 +145,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     return bytes
   }
 
-  type Meta = Omit<ObjectEntry, 'refs'>
+  type Meta = Omit<ObjectEntry, 'refs' | 'bucket'>
 
   async function nodeMeta(node: ClusterNode, id: string, waitS: number): Promise<Meta | undefined> {
     const response = await request(`${node.address}/internal/objects/${id}/meta?wait=${waitS}`, {

@@ -147,7 +147,7 @@ export function internalApi(options: InternalApiOptions): Hono {
     const entry =
       wait > 0 ? await node.store.whenSettled(id, Math.min(wait, 60) * 1000) : node.store.lookup(id)
     if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
-    const { refs: _refs, ...meta } = entry
+    const { refs: _refs, bucket: _bucket, ...meta } = entry
     return c.json(meta)
   })
 

@@ -46,6 +46,8 @@ export interface ObjectEntry {
   cached: boolean
   /** Objects this one pins: its arguments while it is pending, the refs in its value once ready. */
   refs: string[] | undefined
+  /** The second whose expiry check holds it (0: none). */
+  bucket: number
 }
 
 /** How an object finishes: with a value, ready on another node, or with an error. */
@@ -121,7 +123,7 @@ export class ObjectStore {
   readonly #now: () => number
   readonly #ttlMs: number
   /** Ids of visible objects by the second their TTL may have run out by (checked again then). */
-  readonly #expiries = new Map<number, string[]>()
+  readonly #expiries = new Map<number, Set<string>>()
   readonly #sweeper: ReturnType<typeof setInterval>
   #unfinished = 0
   #valueBytes = 0
@@ -167,6 +169,7 @@ export class ObjectStore {
       visible: options.visible ?? false,
       cached: options.cached ?? false,
       refs: undefined,
+      bucket: 0,
     })
     this.#unfinished += 1
     return true
@@ -415,11 +418,13 @@ export class ObjectStore {
     const now = this.#now()
     const due = [...this.#expiries.keys()].filter((second) => second * 1000 <= now)
     for (const second of due) {
-      const ids = this.#expiries.get(second) ?? []
+      const ids = this.#expiries.get(second) ?? new Set<string>()
       this.#expiries.delete(second)
       for (const id of ids) {
         const entry = this.#entries.get(id)
         if (!entry) continue
+        entry.bucket = 0
+        // Read since: checked again later. Pinned: freed when the last pin goes.
         if (entry.expiresAt > now) this.#schedule(entry)
         else if (this.#freeable(entry)) this.#free(entry)
       }
@@ -550,18 +555,18 @@ export class ObjectStore {
   #extend(entry: ObjectEntry): void {
     const until = this.#now() + entry.ttlMs
     if (until <= entry.expiresAt) return
-    const scheduled = entry.expiresAt !== 0
     entry.expiresAt = until
     // An entry already in a bucket is moved on when that bucket comes due.
-    if (!scheduled) this.#schedule(entry)
+    if (entry.bucket === 0) this.#schedule(entry)
   }
 
   #schedule(entry: ObjectEntry): void {
     // Buckets are checked once their second has passed, when every TTL in them has run out.
     const second = Math.ceil(entry.expiresAt / 1000)
+    entry.bucket = second
     const ids = this.#expiries.get(second)
-    if (ids) ids.push(entry.id)
-    else this.#expiries.set(second, [entry.id])
+    if (ids) ids.add(entry.id)
+    else this.#expiries.set(second, new Set([entry.id]))
   }
 
   #pinAll(ids: readonly string[], into: string[] = []): string[] | undefined {
@@ -573,6 +578,7 @@ export class ObjectStore {
     const { id } = entry
     if (this.#entries.get(id) !== entry) return
     this.#entries.delete(id)
+    if (entry.bucket !== 0) this.#expiries.get(entry.bucket)?.delete(id)
     if (!isSettled(entry)) this.#unfinished -= 1
     this.#memory.delete(id)
     this.#spill?.remove(id)

@@ -152,6 +152,23 @@ describe('ObjectStore lifetimes', () => {
     store.close()
   })
 
+  it('frees an object that outlived its TTL while pinned, was read again, and let go', () => {
+    let now = 1_000_000
+    const store = new ObjectStore({ maxBytes: 1 << 20, ttlMs: 1000, now: () => now })
+    store.put(id(1), json('1'), { visible: true })
+    store.pin(id(1))
+    now += 1500
+    store.expire() // due, but pinned
+    expect(store.stats().count).toBe(1)
+    store.seen(id(1))
+    store.unpin(id(1)) // read 0 ms ago: it stays
+    expect(store.stats().count).toBe(1)
+    now += 1500
+    store.expire()
+    expect(store.stats().count).toBe(0)
+    store.close()
+  })
+
   it('drops unpinned copies of remote objects instead of spilling them', () => {
     const { spill } = spillStore()
     const store = new ObjectStore({ maxBytes: 1024 * 1024 + 4096, ttlMs: 60_000, spill })
