@@ -20,6 +20,8 @@ export interface RawResponse {
 const HEADER_LIMIT = 64 * 1024
 /** How much the socket reads at a time into the body. */
 const READ_BYTES = 4 * 1024 * 1024
+/** A peer silent this long is taken for gone (reads wait at most 60 s for an object to finish). */
+const IDLE_TIMEOUT_MS = 90_000
 
 /**
  * GETs `url` with `headers`; a body of content type `sharedType` with a
@@ -118,11 +120,14 @@ export function rawGet(
         },
       },
     })
+    socket.setTimeout(IDLE_TIMEOUT_MS, () => finish(new Error(`${url}: no answer in ${IDLE_TIMEOUT_MS} ms`)))
     socket.on('error', (err) => finish(err))
-    socket.on('end', () => {
+    const ended = () => {
       if (into && received < into.byteLength) finish(new Error(`${url}: the body ended early`))
       else finish()
-    })
+    }
+    socket.on('end', ended)
+    socket.on('close', ended)
     const lines = [`GET ${pathname}${search} HTTP/1.1`, `Host: ${host}`, 'Connection: close']
     for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`)
     socket.write(`${lines.join('\r\n')}\r\n\r\n`)
