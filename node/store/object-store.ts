@@ -15,10 +15,11 @@
  * Only when memory and disk are both full does storing fail, with
  * OBJECT_STORE_FULL, and then nothing stored before is harmed.
  */
-import { LRUCache } from 'lru-cache'
 import { BYTES_TYPE, contentTypeOf, type EncodedValue, sizeOf } from '../../sdk/codec.ts'
 import { ObjectStoreFullError, type SerializedError, serializeError } from '../../sdk/errors.ts'
+import { Expiries } from './expiries.ts'
 import type { SpilledFile, SpillStore } from './spill.ts'
+import { ValueTiers } from './value-tiers.ts'
 
 export type ObjectStatus = 'pending' | 'running' | 'ready' | 'failed' | 'cancelled'
 
@@ -90,8 +91,6 @@ export interface StoreStats {
   freed: number
 }
 
-/** Bookkeeping bytes counted per value on top of its encoded size. */
-const ENTRY_OVERHEAD = 128
 const SWEEP_MS = 1000
 const REF_PATTERN = /"\$ref"\s*:\s*"([A-Za-z0-9_-]{16,64})"/g
 
@@ -116,36 +115,32 @@ export function refsInJson(text: string): string[] {
 
 export class ObjectStore {
   readonly #entries = new Map<string, ObjectEntry>()
-  readonly #memory: LRUCache<string, EncodedValue>
-  readonly #maxBytes: number
-  readonly #spill: SpillStore | undefined
+  readonly #values: ValueTiers
   readonly #listeners = new Map<string, Listener[]>()
   readonly #now: () => number
   readonly #ttlMs: number
-  /** Ids of visible objects by the second their TTL may have run out by (checked again then). */
-  readonly #expiries = new Map<number, Set<string>>()
+  readonly #expiries = new Expiries()
   readonly #sweeper: ReturnType<typeof setInterval>
   #unfinished = 0
-  #valueBytes = 0
-  readonly #counts = { spills: { count: 0, bytes: 0 }, restores: { count: 0, bytes: 0 }, freed: 0 }
+  #freed = 0
 
   constructor(options: ObjectStoreOptions) {
-    if (!(options.maxBytes > 0)) throw new TypeError('options.maxBytes must be a positive number')
     if (!(options.ttlMs > 0)) throw new TypeError('options.ttlMs must be a positive number')
     this.#now = options.now ?? Date.now
     this.#ttlMs = options.ttlMs
-    this.#maxBytes = options.maxBytes
-    this.#spill = options.spill
-    const released = options.released
-    this.#memory = new LRUCache<string, EncodedValue>({
-      maxSize: options.maxBytes,
-      sizeCalculation: (value) => sizeOf(value) + ENTRY_OVERHEAD,
-      // Room is made before every set (#makeRoom); this only counts what leaves.
-      dispose: (value) => {
-        const size = sizeOf(value)
-        this.#valueBytes -= size
-        released?.(size)
+    this.#values = new ValueTiers({
+      maxBytes: options.maxBytes,
+      spill: options.spill,
+      // Unneeded copies of objects owned elsewhere are dropped rather than spilled.
+      droppable: (id) => {
+        const entry = this.#entries.get(id)
+        return entry?.cached === true && entry.pins === 0
       },
+      drop: (id) => {
+        const entry = this.#entries.get(id)
+        if (entry) this.#free(entry)
+      },
+      ...(options.released ? { released: options.released } : {}),
     })
     this.#sweeper = setInterval(() => this.expire(), SWEEP_MS)
     this.#sweeper.unref()
@@ -223,20 +218,7 @@ export class ObjectStore {
    * this process, just for the caller (bytes then not in shared memory).
    */
   value(id: string, keep = true): EncodedValue | undefined {
-    const inMemory = this.#memory.get(id)
-    if (inMemory) return inMemory
-    const spilled = this.#spill?.read(id, keep)
-    if (!spilled) return undefined
-    this.#counts.restores.count += 1
-    this.#counts.restores.bytes += sizeOf(spilled)
-    if (!keep) return spilled
-    try {
-      this.#toMemory(id, spilled)
-    } catch (err) {
-      if (!(err instanceof ObjectStoreFullError)) throw err
-      // No room in memory even after spilling others: it is read from disk each time.
-    }
-    return spilled
+    return this.#values.get(id, keep)
   }
 
   /**
@@ -245,12 +227,7 @@ export class ObjectStore {
    * and memory has no room for it as things stand.
    */
   streamsToDisk(length: number): boolean {
-    const size = length + ENTRY_OVERHEAD
-    return (
-      this.#spill !== undefined &&
-      size > this.#maxBytes / 8 &&
-      size > this.#maxBytes - this.#memory.calculatedSize
-    )
+    return this.#values.streamsToDisk(length)
   }
 
   /**
@@ -264,11 +241,9 @@ export class ObjectStore {
     chunks: AsyncIterable<Uint8Array>,
     options: CreateOptions = {},
   ): Promise<boolean> {
-    const spill = this.#spill
-    if (!spill) throw this.#full(length)
     if (!this.create(id, null, options)) return false
     try {
-      await spill.writeFrom(id, length, chunks)
+      await this.#values.keepFrom(id, length, chunks)
     } catch (err) {
       const entry = this.#entries.get(id)
       if (entry) this.#free(entry)
@@ -276,11 +251,9 @@ export class ObjectStore {
     }
     const entry = this.#entries.get(id)
     if (!entry) {
-      spill.remove(id) // deleted while it arrived
+      this.#values.remove(id) // deleted while it arrived
       return true
     }
-    this.#counts.spills.count += 1
-    this.#counts.spills.bytes += length
     entry.stored = true
     this.#finish(entry, { elsewhere: { size: length, contentType: BYTES_TYPE } })
     return true
@@ -291,13 +264,8 @@ export class ObjectStore {
    * in memory, for streaming them out without reading them in; the caller closes it.
    */
   openOnDisk(id: string): SpilledFile | undefined {
-    if (this.#memory.has(id) || this.#entries.get(id)?.status !== 'ready') return undefined
-    const file = this.#spill?.open(id)
-    if (file) {
-      this.#counts.restores.count += 1
-      this.#counts.restores.bytes += file.length
-    }
-    return file
+    if (this.#entries.get(id)?.status !== 'ready') return undefined
+    return this.#values.openOnDisk(id)
   }
 
   markRunning(id: string, attempts: number): void {
@@ -315,12 +283,13 @@ export class ObjectStore {
     if (!this.create(id, null, options)) return false
     const entry = this.#entries.get(id) as ObjectEntry
     try {
-      this.#keep(entry, value)
+      this.#values.keep(id, value)
     } catch (err) {
       this.#entries.delete(id)
       this.#unfinished -= 1
       throw err
     }
+    entry.stored = true
     this.#finish(entry, { value })
     return true
   }
@@ -346,12 +315,13 @@ export class ObjectStore {
     if (!entry || isSettled(entry)) return // freed while it was computed, or settled already
     if ('value' in outcome) {
       try {
-        this.#keep(entry, outcome.value)
+        this.#values.keep(id, outcome.value)
       } catch (err) {
         if (!(err instanceof ObjectStoreFullError)) throw err
         this.#finish(entry, { error: serializeError(err) })
         return
       }
+      entry.stored = true
     }
     this.#finish(entry, outcome)
   }
@@ -416,18 +386,13 @@ export class ObjectStore {
   /** Frees the visible objects whose TTL has run out and that nothing pins. */
   expire(): void {
     const now = this.#now()
-    const due = [...this.#expiries.keys()].filter((second) => second * 1000 <= now)
-    for (const second of due) {
-      const ids = this.#expiries.get(second) ?? new Set<string>()
-      this.#expiries.delete(second)
-      for (const id of ids) {
-        const entry = this.#entries.get(id)
-        if (!entry) continue
-        entry.bucket = 0
-        // Read since: checked again later. Pinned: freed when the last pin goes.
-        if (entry.expiresAt > now) this.#schedule(entry)
-        else if (this.#freeable(entry)) this.#free(entry)
-      }
+    for (const id of this.#expiries.due(now)) {
+      const entry = this.#entries.get(id)
+      if (!entry) continue
+      entry.bucket = 0
+      // Read since: filed again. Pinned: freed when the last pin goes.
+      if (entry.expiresAt > now) entry.bucket = this.#expiries.add(id, entry.expiresAt)
+      else if (this.#freeable(entry)) this.#free(entry)
     }
   }
 
@@ -506,32 +471,27 @@ export class ObjectStore {
 
   /** Ids of objects whose values are in memory here and at least `minBytes`, at most `limit` of them. */
   largest(minBytes: number, limit: number): string[] {
-    const ids: string[] = []
-    for (const [id, value] of this.#memory.entries()) {
-      if (ids.length >= limit) break
-      if (sizeOf(value) >= minBytes) ids.push(id)
-    }
-    return ids
+    return this.#values.largestInMemory(minBytes, limit)
   }
 
   /** Counts for status pages and metrics. */
   stats(): StoreStats {
-    const spilled = this.#spill?.stats()
+    const values = this.#values.counts()
     return {
       count: this.#entries.size,
       unfinished: this.#unfinished,
-      bytes: this.#valueBytes,
-      spilled: { count: spilled?.count ?? 0, bytes: spilled?.bytes ?? 0 },
-      spills: { ...this.#counts.spills },
-      restores: { ...this.#counts.restores },
-      freed: this.#counts.freed,
+      bytes: values.memory.bytes,
+      spilled: values.disk,
+      spills: values.spills,
+      restores: values.restores,
+      freed: this.#freed,
     }
   }
 
   /** Stops the sweeper and deletes the spill files. */
   close(): void {
     clearInterval(this.#sweeper)
-    this.#spill?.close()
+    this.#values.close()
   }
 
   #isDone(id: string): boolean {
@@ -556,17 +516,8 @@ export class ObjectStore {
     const until = this.#now() + entry.ttlMs
     if (until <= entry.expiresAt) return
     entry.expiresAt = until
-    // An entry already in a bucket is moved on when that bucket comes due.
-    if (entry.bucket === 0) this.#schedule(entry)
-  }
-
-  #schedule(entry: ObjectEntry): void {
-    // Buckets are checked once their second has passed, when every TTL in them has run out.
-    const second = Math.ceil(entry.expiresAt / 1000)
-    entry.bucket = second
-    const ids = this.#expiries.get(second)
-    if (ids) ids.add(entry.id)
-    else this.#expiries.set(second, new Set([entry.id]))
+    // An entry already filed is filed anew when its bucket comes due.
+    if (entry.bucket === 0) entry.bucket = this.#expiries.add(entry.id, until)
   }
 
   #pinAll(ids: readonly string[], into: string[] = []): string[] | undefined {
@@ -578,67 +529,13 @@ export class ObjectStore {
     const { id } = entry
     if (this.#entries.get(id) !== entry) return
     this.#entries.delete(id)
-    if (entry.bucket !== 0) this.#expiries.get(entry.bucket)?.delete(id)
+    if (entry.bucket !== 0) this.#expiries.remove(id, entry.bucket)
     if (!isSettled(entry)) this.#unfinished -= 1
-    this.#memory.delete(id)
-    this.#spill?.remove(id)
-    this.#counts.freed += 1
+    this.#values.remove(id)
+    this.#freed += 1
     const refs = entry.refs
     entry.refs = undefined
     this.#notify(id, undefined)
     if (refs) for (const ref of refs) this.unpin(ref)
-  }
-
-  /** Keeps a value here: in memory if it fits, else on disk. */
-  #keep(entry: ObjectEntry, value: EncodedValue): void {
-    const size = sizeOf(value) + ENTRY_OVERHEAD
-    if (size > this.#maxBytes) {
-      if (!this.#spill) throw this.#full(size)
-      this.#spill.write(entry.id, value)
-      this.#counts.spills.count += 1
-      this.#counts.spills.bytes += size - ENTRY_OVERHEAD
-    } else {
-      this.#toMemory(entry.id, value)
-    }
-    entry.stored = true
-  }
-
-  #toMemory(id: string, value: EncodedValue): void {
-    const size = sizeOf(value)
-    if (size + ENTRY_OVERHEAD > this.#maxBytes) throw this.#full(size + ENTRY_OVERHEAD)
-    this.#makeRoom(size + ENTRY_OVERHEAD)
-    this.#memory.set(id, value)
-    this.#valueBytes += size
-  }
-
-  /**
-   * Frees `need` bytes of memory: the least recently used values go to disk
-   * (unneeded copies of objects owned elsewhere are dropped instead). Throws
-   * ObjectStoreFullError if the disk has no room; what moved so far stays moved.
-   */
-  #makeRoom(need: number): void {
-    while (this.#memory.calculatedSize + need > this.#maxBytes) {
-      const id = this.#memory.rkeys().next().value as string | undefined
-      if (id === undefined) return
-      const value = this.#memory.peek(id) as EncodedValue
-      const entry = this.#entries.get(id)
-      if (entry?.cached && entry.pins === 0) {
-        this.#free(entry)
-        continue
-      }
-      if (!this.#spill) throw this.#full(need)
-      if (!this.#spill.has(id)) {
-        this.#spill.write(id, value)
-        this.#counts.spills.count += 1
-        this.#counts.spills.bytes += sizeOf(value)
-      }
-      this.#memory.delete(id)
-    }
-  }
-
-  #full(need: number): ObjectStoreFullError {
-    return new ObjectStoreFullError(
-      `object store full: ${need} bytes do not fit in ${this.#maxBytes} bytes of memory, and nothing spills to disk`,
-    )
   }
 }
