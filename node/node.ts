@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { type EncodedValue, sizeOf } from '../sdk/codec.ts'
 import { FunctionNotFoundError, type SerializedError, serializeError } from '../sdk/errors.ts'
 import type { CallOptions } from '../sdk/types.ts'
-import { collectGarbage } from './gc.ts'
+import { MemoryPressure } from './memory-pressure.ts'
 import { NodeCounters } from './node-counters.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
 import { ObjectStore } from './store/object-store.ts'
@@ -97,19 +97,8 @@ const PREFETCH_MS = 2
 const PREFETCH_MAX = 256
 /** How long a worker has to answer a ping after a call ran out of time, before it is replaced. */
 const UNRESPONSIVE_MS = 1000
-/** Past this share of the store's memory, workers are asked to let go of dead handles (at most every COLLECT_GAP_MS). */
 /** How long a copy of another node's object stays here after the last task that took it (its owner keeps the object). */
 const COPY_TTL_MS = 10_000
-const COLLECT_AT = 0.5
-const COLLECT_GAP_MS = 50
-/**
- * Values the store lets go of stay in memory until the garbage collector
- * finds them unused, and V8 runs it by the size of its own heap, which big
- * values in shared memory barely touch: after a quarter of the store's memory
- * (16 to 64 MiB) has been let go, the node and its workers collect.
- */
-const RELEASE_COLLECT_MIN = 16 * 1024 * 1024
-const RELEASE_COLLECT_MAX = 64 * 1024 * 1024
 
 export class LocalNode {
   readonly store: ObjectStore
@@ -125,11 +114,7 @@ export class LocalNode {
   readonly #idPrefix: string
   readonly #capacity: number
   readonly #ttlMs: number
-  readonly #memoryBytes: number
-  #lastCollect = 0
-  #released = 0
-  #collectQueued = false
-  readonly #releaseCollectAt: number
+  readonly #pressure: MemoryPressure
   #dispatchQueued = false
   #closing = false
   #offFunctions: () => void
@@ -150,15 +135,18 @@ export class LocalNode {
     this.#locate = options.locate
     this.#idPrefix = options.id === undefined ? '' : `${options.id}_`
     this.#scheduler = new WorkScheduler<Task>(cpus)
-    this.#memoryBytes = options.objectStoreMemory ?? Math.floor(totalmem() * 0.3)
-    this.#releaseCollectAt = Math.max(
-      RELEASE_COLLECT_MIN,
-      Math.min(RELEASE_COLLECT_MAX, this.#memoryBytes / 4),
-    )
+    const memoryBytes = options.objectStoreMemory ?? Math.floor(totalmem() * 0.3)
+    this.#pressure = new MemoryPressure({
+      storeBytes: memoryBytes,
+      inMemory: () => this.store.memoryBytes,
+      collectWorkers: (which) => {
+        for (const w of this.#workers) if (which === 'all' || w.holds.size > 0) w.send({ type: 'collect' })
+      },
+    })
     this.store = new ObjectStore({
-      maxBytes: this.#memoryBytes,
+      maxBytes: memoryBytes,
       ttlMs: this.#ttlMs,
-      released: (bytes) => this.#onReleased(bytes),
+      released: (bytes) => this.#pressure.released(bytes),
       spill: new SpillStore({
         dir: options.spillDir ?? mkdtempSync(join(tmpdir(), 'magpie-spill-')),
         limitBytes: options.spillLimit ?? Number.POSITIVE_INFINITY,
@@ -420,29 +408,7 @@ export class LocalNode {
     if (!this.store.create(id, null)) return
     this.#hold(worker, id)
     this.store.settle(id, { value })
-    this.#relieve()
-  }
-
-  /** Counts the memory the store let go of, and collects garbage everywhere once it is much. */
-  #onReleased(bytes: number): void {
-    this.#released += bytes
-    if (this.#released < this.#releaseCollectAt || this.#collectQueued) return
-    this.#collectQueued = true
-    setImmediate(() => {
-      this.#collectQueued = false
-      this.#released = 0
-      collectGarbage()
-      for (const w of this.#workers) w.send({ type: 'collect' })
-    })
-  }
-
-  /** When the store fills up, workers are asked to let go of handles they no longer use. */
-  #relieve(): void {
-    if (this.store.stats().bytes < this.#memoryBytes * COLLECT_AT) return
-    const now = performance.now()
-    if (now - this.#lastCollect < COLLECT_GAP_MS) return
-    this.#lastCollect = now
-    for (const w of this.#workers) if (w.holds.size > 0) w.send({ type: 'collect' })
+    this.#pressure.filled()
   }
 
   /** Starts the call's time limit once its worker starts it. */
@@ -491,7 +457,7 @@ export class LocalNode {
     }
     if ('error' in outcome) outcome.error.attempts = task.attempts
     this.#settle(task, outcome)
-    if ('value' in outcome) this.#relieve()
+    if ('value' in outcome) this.#pressure.filled()
   }
 
   /** Finishes a task's object, and counts the outcome per function. */

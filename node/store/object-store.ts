@@ -474,6 +474,11 @@ export class ObjectStore {
     return this.#values.largestInMemory(minBytes, limit)
   }
 
+  /** Bytes of values in memory. */
+  get memoryBytes(): number {
+    return this.#values.memoryBytes
+  }
+
   /** Counts for status pages and metrics. */
   stats(): StoreStats {
     const values = this.#values.counts()

@@ -147,6 +147,11 @@ export class ValueTiers {
     return ids
   }
 
+  /** Bytes of values in memory. */
+  get memoryBytes(): number {
+    return this.#memoryBytes
+  }
+
   counts(): TierCounts {
     const disk = this.#spill?.stats()
     return {
