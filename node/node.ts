@@ -583,8 +583,9 @@ export class LocalNode {
   /**
    * Runs a call taken from another node; its object may already be known here
    * as pending. A result that a client reads through this node (`visible`)
-   * keeps its TTL here; else it is pinned for its owner, who lets go
-   * (`store.unpin`, or a delete) once it has the value. True if it was pinned so.
+   * keeps its TTL here; else it is pinned for its owner, until the owner has
+   * it: inline in the report (`store.unpin`), or copied (`keepAsCopy`). True
+   * if it was pinned so.
    */
   runStolen(spec: TaskSpec, visible: boolean): boolean {
     this.#counters.stolen.in += 1
