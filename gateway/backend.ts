@@ -31,8 +31,12 @@ export interface Backend {
   streamsBody?(length: number): boolean
   /** Stores a byte body as it arrives; false if the id is taken. */
   putBody?(id: string, length: number, body: AsyncIterable<Uint8Array>, ttlMs?: number): Promise<boolean>
-  /** Answers with a ready object's bytes streamed from disk, if that is where they are (else undefined). */
-  sendFromDisk?(c: Context, entry: ObjectEntry): Response | undefined
+  /**
+   * Answers with a ready object's value streamed from where it is (a file, or
+   * the node that holds it), never whole in this process's memory; undefined
+   * if it is better read whole (small, or in memory here).
+   */
+  streamValue?(c: Context, entry: ObjectEntry): Promise<Response | undefined>
   /** An object's entry, refreshing its lifetime. */
   lookup(id: string): ObjectEntry | undefined
   /** Finds an object not known here yet (made inside a function on some node); false if none has it. */
@@ -65,7 +69,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     valueHere: (id) => node.store.value(id),
     streamsBody: (length) => node.store.streamsToDisk(length),
     putBody: (id, length, body, ttlMs) => node.store.putFrom(id, length, body, { ttlMs, visible: true }),
-    sendFromDisk: (c, entry) => {
+    streamValue: async (c, entry) => {
       if (entry.size < STREAM_FROM_DISK_BYTES) return undefined
       const file = node.store.openOnDisk(entry.id)
       return file && fileResponse(c, file, { [ID_HEADER]: entry.id })

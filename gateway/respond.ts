@@ -23,26 +23,34 @@ export function fileResponse(
   file: SpilledFile,
   headers: Record<string, string> = {},
 ): Response {
-  const all = {
-    'content-type': file.kind === 'json' ? JSON_TYPE : BYTES_TYPE,
-    'content-length': String(file.length),
-    ...headers,
-  }
   const stream = createReadStream('', {
     fd: file.fd,
     start: file.offset,
     end: file.offset + file.length - 1,
     highWaterMark: CHUNK_BYTES,
   })
+  return streamResponse(c, stream, {
+    'content-type': file.kind === 'json' ? JSON_TYPE : BYTES_TYPE,
+    'content-length': String(file.length),
+    ...headers,
+  })
+}
+
+/** A 200 whose body is `stream`, written to Node's socket as it comes (with backpressure) where there is one. */
+export function streamResponse(
+  c: Context | undefined,
+  stream: Readable,
+  headers: Record<string, string>,
+): Response {
   const outgoing = (c?.env as { outgoing?: ServerResponse } | undefined)?.outgoing
   if (outgoing instanceof ServerResponse && !outgoing.headersSent) {
-    outgoing.writeHead(200, all)
+    outgoing.writeHead(200, headers)
     stream.pipe(outgoing)
     stream.on('error', () => outgoing.destroy())
     outgoing.on('close', () => stream.destroy())
     return RESPONSE_ALREADY_SENT
   }
-  return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, { headers: all })
+  return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, { headers })
 }
 
 /**
@@ -97,13 +105,13 @@ export async function objectResponse(
   c: Context,
   id: string,
   entry: ObjectEntry | undefined,
-  backend: Pick<Backend, 'readValue' | 'sendFromDisk'>,
+  backend: Pick<Backend, 'readValue' | 'streamValue'>,
 ): Promise<Response> {
   if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
   switch (entry.status) {
     case 'ready': {
-      const fromDisk = backend.sendFromDisk?.(c, entry)
-      if (fromDisk) return fromDisk
+      const streamed = await backend.streamValue?.(c, entry)
+      if (streamed) return streamed
       const value = await backend.readValue(entry)
       if (value.kind === 'json') {
         return new Response(value.text, {

@@ -16,6 +16,7 @@ import { BYTES_TYPE, contentTypeOf, type EncodedValue, JSON_TYPE } from '../../s
 import { errorFromBody, MagpieError, serializeError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 import type { Backend, NodeInfo } from '../backend.ts'
+import { ID_HEADER, streamResponse } from '../respond.ts'
 import { capable, place } from './placement.ts'
 import { type ClusterNode, type NodeRegistry, ownerOf } from './registry.ts'
 
@@ -269,6 +270,26 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     waitAny: (ids, count, timeoutMs) => directory.waitAny(ids, count, timeoutMs),
 
     valueHere: (id) => directory.value(id),
+
+    // A value on a node passes through the head as it comes: the head never holds it whole.
+    async streamValue(c, entry) {
+      const at = entry.stored ? undefined : addressOf(entry.node)
+      if (!at) return undefined
+      const response = await request(`${at}/internal/objects/${entry.id}?seen=1`, {
+        headers: { [SECRET_HEADER]: secret },
+      })
+      if (response.statusCode !== 200) {
+        // Moved, unfinished there, or gone: the whole read below sorts it out.
+        await response.body.dump()
+        return undefined
+      }
+      const headers: Record<string, string> = { [ID_HEADER]: entry.id }
+      for (const name of ['content-type', 'content-length']) {
+        const value = response.headers[name]
+        if (typeof value === 'string') headers[name] = value
+      }
+      return streamResponse(c, response.body, headers)
+    },
 
     async readValue(entry: ObjectEntry): Promise<EncodedValue> {
       const here = directory.value(entry.id)
