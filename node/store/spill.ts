@@ -254,6 +254,7 @@ export class SpillStore {
       this.#where.delete(id)
       this.#bytes -= at.length
       file.ids.delete(id)
+      file.liveBytes -= at.length
       try {
         this.#append(id, value, false)
       } catch {
@@ -261,6 +262,7 @@ export class SpillStore {
         this.#where.set(id, at)
         this.#bytes += at.length
         file.ids.add(id)
+        file.liveBytes += at.length
         return
       }
     }

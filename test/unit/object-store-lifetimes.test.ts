@@ -188,3 +188,26 @@ describe('ObjectStore lifetimes', () => {
     ])
   })
 })
+
+describe('SpillStore', () => {
+  it('compacts a segment that is mostly freed space, and keeps what is left of it readable', () => {
+    const { spill, dir } = spillStore()
+    const value = (n: number) => ({
+      kind: 'json' as const,
+      text: JSON.stringify({ n, pad: 'p'.repeat(1000) }),
+    })
+    // About 4 segments of small values.
+    for (let i = 0; i < 16_000; i++) spill.write(id(i), value(i))
+    const files = readdirSync(dir).length
+    expect(files).toBeGreaterThanOrEqual(4)
+    const before = spill.stats().fileBytes
+    // Free three of every four values: sealed segments fall under half full and are compacted.
+    for (let i = 0; i < 16_000; i++) if (i % 4 !== 0) spill.remove(id(i))
+    expect(spill.stats().fileBytes).toBeLessThan(before / 2)
+    for (let i = 0; i < 16_000; i += 4) {
+      expect(JSON.parse((spill.read(id(i)) as { text: string }).text).n).toBe(i)
+    }
+    expect(spill.stats().count).toBe(4000)
+    spill.close()
+  })
+})
