@@ -76,6 +76,7 @@ export function checkCallOptions(value: unknown, where = 'options'): CallOptions
   nonNegative('ttlS', false)
   nonNegative('concurrency', true)
   if (out.concurrency === 0) throw new TypeError(`${where}.concurrency must be a positive integer`)
+  if (out.ttlS === 0) throw new TypeError(`${where}.ttlS must be a positive number of seconds`)
   if (o.retryExceptions !== undefined) {
     if (typeof o.retryExceptions !== 'boolean')
       throw new TypeError(`${where}.retryExceptions must be a boolean`)

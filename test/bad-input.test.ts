@@ -32,6 +32,9 @@ describe('bad input', () => {
     const response = await post('/v1/functions/square/invoke', '{"args": [1], "options": {"maxRetries": -1}}')
     expect(response.status).toBe(400)
     expect(((await response.json()) as { error: { message: string } }).error.message).toContain('maxRetries')
+    const noTtl = await post('/v1/functions/square/invoke', '{"args": [1], "options": {"ttlS": 0}}')
+    expect(noTtl.status).toBe(400)
+    expect(((await noTtl.json()) as { error: { message: string } }).error.message).toContain('ttlS')
   })
 
   it('404s an unknown function when it is invoked, not later', async () => {
