@@ -92,6 +92,8 @@ export interface StoreStats {
 }
 
 const SWEEP_MS = 1000
+/** What the store keeps of each object besides its value (its entry, its place on disk, its expiry), about 350 bytes measured. */
+const RECORD_BYTES = 384
 const REF_PATTERN = /"\$ref"\s*:\s*"([A-Za-z0-9_-]{16,64})"/g
 
 type Listener = (entry: ObjectEntry | undefined) => void
@@ -141,6 +143,8 @@ export class ObjectStore {
         if (entry) this.#free(entry)
       },
       ...(options.released ? { released: options.released } : {}),
+      // The records of all objects, spilled ones too, count against the bound.
+      reserved: () => this.#entries.size * RECORD_BYTES,
     })
     this.#sweeper = setInterval(() => this.expire(), SWEEP_MS)
     this.#sweeper.unref()

@@ -11,8 +11,18 @@ import { type EncodedValue, sizeOf } from '../../sdk/codec.ts'
 import { ObjectStoreFullError } from '../../sdk/errors.ts'
 import type { SpilledFile, SpillStore } from './spill.ts'
 
-/** Bookkeeping bytes counted per value in memory on top of its encoded size. */
-export const ENTRY_OVERHEAD = 128
+/**
+ * What a value in memory costs beyond its encoded bytes: its cache entry, and
+ * for bytes the backing store of their own SharedArrayBuffer (about 750 bytes
+ * measured on Node 20, whatever the size).
+ */
+const JSON_OVERHEAD = 128
+const BYTES_OVERHEAD = 896
+
+/** The memory a value takes when it is kept in memory. */
+export function footprint(value: EncodedValue): number {
+  return sizeOf(value) + (value.kind === 'bytes' ? BYTES_OVERHEAD : JSON_OVERHEAD)
+}
 
 export interface ValueTiersOptions {
   /** Bytes of values kept in memory. */
@@ -28,6 +38,8 @@ export interface ValueTiersOptions {
   drop?: (id: string) => void
   /** Told of the size of every value that leaves memory (spilled, removed or dropped). */
   released?: (bytes: number) => void
+  /** Bytes of the bound taken by other things (the store's records of its objects): values get the rest. */
+  reserved?: () => number
 }
 
 export interface TierCounts {
@@ -46,6 +58,7 @@ export class ValueTiers {
   readonly #spill: SpillStore | undefined
   readonly #droppable: (id: string) => boolean
   readonly #drop: (id: string) => void
+  readonly #reserved: () => number
   #memoryBytes = 0
   readonly #spills = { count: 0, bytes: 0 }
   readonly #restores = { count: 0, bytes: 0 }
@@ -56,10 +69,11 @@ export class ValueTiers {
     this.#spill = options.spill
     this.#droppable = options.droppable ?? (() => false)
     this.#drop = options.drop ?? (() => {})
+    this.#reserved = options.reserved ?? (() => 0)
     const released = options.released
     this.#memory = new LRUCache<string, EncodedValue>({
       maxSize: options.maxBytes,
-      sizeCalculation: (value) => sizeOf(value) + ENTRY_OVERHEAD,
+      sizeCalculation: footprint,
       // Room is made before every set (#makeRoom); this only counts what leaves.
       dispose: (value) => {
         const size = sizeOf(value)
@@ -71,14 +85,19 @@ export class ValueTiers {
 
   /** Keeps a new value: in memory if it can fit there, else on disk. Throws ObjectStoreFullError if neither has room. */
   keep(id: string, value: EncodedValue): void {
-    const size = sizeOf(value)
-    if (size + ENTRY_OVERHEAD <= this.#maxBytes) {
+    if (footprint(value) <= this.#limit()) {
       this.#toMemory(id, value)
       return
     }
-    if (!this.#spill) throw this.#full(size + ENTRY_OVERHEAD)
+    if (!this.#spill) throw this.#full(footprint(value))
     this.#spill.write(id, value)
-    this.#counted(this.#spills, size)
+    this.#counted(this.#spills, sizeOf(value))
+    // The bound may have shrunk meanwhile (more records): memory goes back under it, if the disk lets it.
+    try {
+      this.#makeRoom(0)
+    } catch (err) {
+      if (!(err instanceof ObjectStoreFullError)) throw err
+    }
   }
 
   /**
@@ -114,11 +133,11 @@ export class ValueTiers {
    * more) and memory has no room for it as things stand.
    */
   streamsToDisk(length: number): boolean {
-    const size = length + ENTRY_OVERHEAD
+    const size = length + BYTES_OVERHEAD
     return (
       this.#spill !== undefined &&
       size > this.#maxBytes / 8 &&
-      size > this.#maxBytes - this.#memory.calculatedSize
+      size > this.#limit() - this.#memory.calculatedSize
     )
   }
 
@@ -172,12 +191,17 @@ export class ValueTiers {
     what.bytes += bytes
   }
 
+  /** The bytes values may take in memory now. */
+  #limit(): number {
+    return this.#maxBytes - this.#reserved()
+  }
+
   #toMemory(id: string, value: EncodedValue): void {
-    const size = sizeOf(value)
-    if (size + ENTRY_OVERHEAD > this.#maxBytes) throw this.#full(size + ENTRY_OVERHEAD)
-    this.#makeRoom(size + ENTRY_OVERHEAD)
+    const need = footprint(value)
+    if (need > this.#limit()) throw this.#full(need)
+    this.#makeRoom(need)
     this.#memory.set(id, value)
-    this.#memoryBytes += size
+    this.#memoryBytes += sizeOf(value)
   }
 
   /**
@@ -186,7 +210,7 @@ export class ValueTiers {
    * disk has no room; what moved so far stays moved.
    */
   #makeRoom(need: number): void {
-    while (this.#memory.calculatedSize + need > this.#maxBytes) {
+    while (this.#memory.calculatedSize + need > this.#limit()) {
       const id = this.#memory.rkeys().next().value as string | undefined
       if (id === undefined) return
       if (this.#droppable(id)) {

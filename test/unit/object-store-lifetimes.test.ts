@@ -87,6 +87,19 @@ describe('ObjectStore memory and disk', () => {
     store.close()
   })
 
+  it('counts what it keeps of every object against its memory: many objects leave less room for values', () => {
+    const { spill } = spillStore()
+    const store = new ObjectStore({ maxBytes: 1024 * 1024, ttlMs: 60_000, spill })
+    store.put(id(0), bytes(512 * 1024, 9), { visible: true })
+    expect(store.stats().bytes).toBe(512 * 1024)
+    for (let i = 1; i <= 2000; i++) store.create(id(i), 'f') // about 750 KiB of records
+    store.put(id(5000), bytes(512 * 1024, 7), { visible: true })
+    expect(store.stats().bytes).toBe(0) // neither fits beside the records
+    expect(store.stats().spilled.count).toBe(2)
+    expect((store.value(id(0)) as { bytes: Uint8Array }).bytes[0]).toBe(9)
+    store.close()
+  })
+
   it('without a disk tier, a full memory refuses new values rather than dropping old ones', () => {
     const store = new ObjectStore({ maxBytes: 2048, ttlMs: 60_000 })
     store.put(id(1), json('"a"'.padEnd(1500, ' ')), { visible: true })
