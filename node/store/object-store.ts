@@ -2,9 +2,10 @@
  * A node's object store: the status of every object this node knows of, the
  * encoded values of finished ones, and how long each must live.
  *
- * Values live in memory, in an lru-cache bounded by their encoded size; when
- * it is full, the least recently used go to disk (a SpillStore) and come back
- * on access. An object is never dropped while it is needed:
+ * Values live in memory (ValueTiers: an lru-cache bounded by their size, what
+ * the store keeps of every object counted in); when it is full, the least
+ * recently used go to disk (a SpillStore) and come back on access. An object
+ * is never dropped while it is needed:
  * - it is pinned while a pending task takes it as an argument, while a value
  *   stored here contains a `$ref` to it, and while some holder (a worker
  *   thread's live ObjectRef) says so;
