@@ -103,8 +103,8 @@ export class SpillStore {
   async writeFrom(id: string, length: number, chunks: AsyncIterable<Uint8Array>): Promise<void> {
     if (this.#where.has(id)) throw new Error(`object ${id} is on disk already`)
     this.#checkRoom(length)
-    this.#reserved += length
     const { file, fd } = this.#openFile()
+    this.#reserved += length
     let written = 0
     try {
       for await (const chunk of chunks) {
@@ -215,7 +215,12 @@ export class SpillStore {
 
   #openFile(): { file: SpillFile; fd: number } {
     const path = join(this.#dir, `${this.#nextFile++}.spill`)
-    const fd = openSync(path, 'w+')
+    let fd: number
+    try {
+      fd = openSync(path, 'w+')
+    } catch (err) {
+      throw diskError(err, 0)
+    }
     return { file: { path, size: 0, liveBytes: 0, ids: new Set() }, fd }
   }
 
@@ -286,7 +291,9 @@ function writeAll(fd: number, data: Uint8Array, position: number): void {
 function diskError(err: unknown, length: number): Error {
   const code = (err as NodeJS.ErrnoException).code
   if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG') {
-    return new ObjectStoreFullError(`object store full: no room on disk to spill ${length} bytes (${code})`)
+    return new ObjectStoreFullError(
+      `object store full: no room on disk to spill ${length} more bytes (${code})`,
+    )
   }
   return err as Error
 }
