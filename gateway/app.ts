@@ -70,7 +70,8 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
       const code = err.status === 401 ? 'UNAUTHORIZED' : err.status === 403 ? 'FORBIDDEN' : 'BAD_REQUEST'
       return errorResponse({ code, message: err.message || 'bad request' })
     }
-    console.error(err)
+    // A client that went away mid-request is nobody's error: there is no one to answer.
+    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') console.error(err)
     return errorResponse({ code: 'INTERNAL', message: 'internal error' })
   })
   return app
