@@ -17,6 +17,12 @@ const CHUNK_BYTES = 1024 * 1024
 /** Values on disk at least this big are streamed from their file rather than read in first. */
 export const STREAM_FROM_DISK_BYTES = 1024 * 1024
 
+/** Node's response object, when the request came through Node's server and nothing was sent yet. */
+function socketResponse(c: Context | undefined): ServerResponse | undefined {
+  const outgoing = (c?.env as { outgoing?: unknown } | undefined)?.outgoing
+  return outgoing instanceof ServerResponse && !outgoing.headersSent ? outgoing : undefined
+}
+
 /** A response with bytes streamed from part of an open file, which it closes. */
 export function fileResponse(
   c: Context | undefined,
@@ -42,8 +48,8 @@ export function streamResponse(
   stream: Readable,
   headers: Record<string, string>,
 ): Response {
-  const outgoing = (c?.env as { outgoing?: ServerResponse } | undefined)?.outgoing
-  if (outgoing instanceof ServerResponse && !outgoing.headersSent) {
+  const outgoing = socketResponse(c)
+  if (outgoing) {
     outgoing.writeHead(200, headers)
     stream.pipe(outgoing)
     stream.on('error', () => outgoing.destroy())
@@ -66,8 +72,8 @@ export function bytesResponse(
   headers: Record<string, string> = {},
 ): Response {
   const all = { 'content-type': BYTES_TYPE, 'content-length': String(bytes.byteLength), ...headers }
-  const outgoing = (c?.env as { outgoing?: ServerResponse } | undefined)?.outgoing
-  if (outgoing instanceof ServerResponse && !outgoing.headersSent) {
+  const outgoing = socketResponse(c)
+  if (outgoing) {
     outgoing.writeHead(200, all)
     outgoing.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
     return RESPONSE_ALREADY_SENT

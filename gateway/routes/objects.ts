@@ -1,5 +1,4 @@
 /** Objects: read (with long-poll), metadata, put, free, and wait on many. */
-import type { IncomingMessage } from 'node:http'
 import { Hono } from 'hono'
 import { stream } from 'hono/streaming'
 import type { ObjectEntry } from '../../node/store/object-store.ts'
@@ -8,12 +7,12 @@ import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import type { Backend } from '../backend.ts'
 import {
   checkId,
-  isBytes,
   MAX_WAIT_S,
   parseJson,
   parseSeconds,
   readValue,
   requireObjects,
+  unreadBytes,
   waitParam,
 } from '../http-input.ts'
 import { ID_HEADER, objectResponse } from '../respond.ts'
@@ -26,11 +25,10 @@ export function objectRoutes(backend: Backend): Hono {
     const id = header === undefined ? newObjectId() : checkId(header)
     const ttl = c.req.query('ttlS')
     const ttlMs = ttl === undefined ? undefined : positiveSeconds(ttl) * 1000
-    const length = Number(c.req.header('content-length'))
-    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
-    if (isBytes(c) && incoming && Number.isSafeInteger(length) && backend.streamsBody?.(length)) {
+    const raw = unreadBytes(c)
+    if (raw && backend.putBody && backend.streamsBody?.(raw.length)) {
       // Too big to pass through memory: it goes where it will be kept as it arrives.
-      await backend.putBody?.(id, length, incoming, ttlMs)
+      await backend.putBody(id, raw.length, raw.body, ttlMs)
     } else {
       await backend.put(id, await readValue(c), ttlMs)
     }

@@ -4,11 +4,10 @@
  * Every route wants the cluster secret.
  */
 import { timingSafeEqual } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
-import { readBytes } from '../../gateway/http-input.ts'
+import { isBytes, readBytes, unreadBytes } from '../../gateway/http-input.ts'
 import { bytesResponse, fileResponse, STREAM_FROM_DISK_BYTES } from '../../gateway/respond.ts'
-import { BYTES_TYPE, type EncodedValue, isObjectId, JSON_TYPE } from '../../sdk/codec.ts'
+import { type EncodedValue, isObjectId, JSON_TYPE } from '../../sdk/codec.ts'
 import {
   BadRequestError,
   ERROR_STATUS,
@@ -154,16 +153,14 @@ export function internalApi(options: InternalApiOptions): Hono {
   app.put('/internal/objects/:id', async (c) => {
     const id = c.req.param('id')
     if (!isObjectId(id)) throw new BadRequestError(`bad object id ${id}`)
-    const bytes = (c.req.header('content-type') ?? '').startsWith(BYTES_TYPE)
     const ttl = Number(c.req.query('ttlMs'))
     const options = { ttlMs: ttl > 0 ? ttl : undefined, visible: true }
-    const length = Number(c.req.header('content-length'))
-    const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
-    if (bytes && incoming && Number.isSafeInteger(length) && node.store.streamsToDisk(length)) {
-      await node.store.putFrom(id, length, incoming, options)
+    const raw = unreadBytes(c)
+    if (raw && node.store.streamsToDisk(raw.length)) {
+      await node.store.putFrom(id, raw.length, raw.body, options)
       return c.body(null, 204)
     }
-    const value: EncodedValue = bytes
+    const value: EncodedValue = isBytes(c)
       ? { kind: 'bytes', bytes: await readBytes(c) }
       : { kind: 'json', text: await c.req.text() }
     node.store.put(id, value, options)
