@@ -8,7 +8,7 @@ import { request } from 'undici'
 import { SECRET_HEADER, toWireArg, type WireArg, type WireCall } from '../../node/cluster/internal-api.ts'
 import { fetchObject, INLINE_MAX, type Settled, safeJson } from '../../node/cluster/node-process.ts'
 import type { TaskSpec } from '../../node/node.ts'
-import { type ObjectEntry, ObjectStore } from '../../node/store/object-store.ts'
+import { type ObjectEntry, ObjectStore, type SettledAs } from '../../node/store/object-store.ts'
 import { SpillStore } from '../../node/store/spill.ts'
 import type { TaskArg } from '../../node/worker/messages.ts'
 import { asBuffer } from '../../node/worker/shared-bytes.ts'
@@ -207,6 +207,14 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     return node
   }
 
+  /** Records a client's object that `node` stores; false if the id was taken meanwhile. */
+  function recordStored(id: string, node: ClusterNode, ttlMs: number | undefined, as: SettledAs): boolean {
+    if (!directory.create(id, null, { ttlMs, visible: true })) return false
+    ;(directory.lookup(id) as ObjectEntry).node = node.id
+    directory.settle(id, as)
+    return true
+  }
+
   const backend: ClusterBackend = {
     submit(spec) {
       const options = { ...config(spec.fn), ...spec.options }
@@ -228,13 +236,16 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     async put(id, value, ttlMs) {
       if (directory.has(id)) return false
       const body = value.kind === 'json' ? Buffer.from(value.text) : asBuffer(value.bytes)
-      const node = await storeOnNode(id, body, body.byteLength, contentTypeOf(value), ttlMs)
-      if (!directory.create(id, null, { ttlMs, visible: true })) return false
-      const entry = directory.lookup(id) as ObjectEntry
-      entry.node = node.id
-      if (value.kind === 'json' && body.byteLength <= INLINE_MAX) directory.settle(id, { value })
-      else directory.settle(id, { elsewhere: { size: body.byteLength, contentType: contentTypeOf(value) } })
-      return true
+      const type = contentTypeOf(value)
+      const node = await storeOnNode(id, body, body.byteLength, type, ttlMs)
+      // Small JSON is kept here too, to answer without asking the node.
+      const inline = value.kind === 'json' && body.byteLength <= INLINE_MAX
+      return recordStored(
+        id,
+        node,
+        ttlMs,
+        inline ? { value } : { elsewhere: { size: body.byteLength, contentType: type } },
+      )
     },
 
     // A big body goes through the head to its node as it arrives, never whole in the head's memory.
@@ -243,11 +254,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     async putBody(id, length, body, ttlMs) {
       if (directory.has(id)) return false
       const node = await storeOnNode(id, body, length, BYTES_TYPE, ttlMs)
-      if (!directory.create(id, null, { ttlMs, visible: true })) return false
-      const entry = directory.lookup(id) as ObjectEntry
-      entry.node = node.id
-      directory.settle(id, { elsewhere: { size: length, contentType: BYTES_TYPE } })
-      return true
+      return recordStored(id, node, ttlMs, { elsewhere: { size: length, contentType: BYTES_TYPE } })
     },
 
     lookup: (id) => directory.seen(id),

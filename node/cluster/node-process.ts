@@ -62,7 +62,8 @@ function settledOf(id: string, entry: ObjectEntry, store: ObjectStore): Settled 
   }
   if (entry.error) settled.error = entry.error
   if (entry.status === 'ready' && entry.contentType === JSON_TYPE && entry.size <= INLINE_MAX) {
-    const value = store.value(id)
+    // On its way out: read from disk if spilled, not brought back into memory.
+    const value = store.value(id, false)
     if (value?.kind === 'json') settled.value = value.text
   }
   return settled
@@ -146,7 +147,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       if (at) return at
       // An id names the node that made it; any other the head can find.
       const owner = ownerOf(id)
-      if (owner !== undefined && owner === nodeId) return undefined // made here, and gone
+      if (owner === nodeId) return undefined // made here, and gone
       return (owner && peerAddresses.get(owner)) || head
     },
   })
