@@ -8,9 +8,14 @@ const USAGE = `usage: magpie <command> [options]
 commands:
   start [--port 8080] [--host 127.0.0.1] [--cpus N] [--functions ./functions] [--token T]
                               a gateway and one node serving a folder of functions
-  start --head [--secret S]    a gateway alone, for nodes to join
-  start --join URL [--cpus N] [--resources '{"gpu":1}'] [--secret S]
-                              a node joining the head at URL (secret: --secret or $MAGPIE_CLUSTER_SECRET)
+  start --head [--state DIR] [--secret-file F]
+                              a gateway alone, for nodes to join; writes the join command,
+                              with the cluster secret, to DIR/join-command (mode 0600)
+  start --join URL [--cpus N] [--resources '{"gpu":1}'] [--secret-file F]
+                              a node joining the head at URL, retrying until it answers
+                              (secret: --secret-file, $MAGPIE_SECRET_FILE, $MAGPIE_CLUSTER_SECRET or --secret)
+        cluster (--head, --join): [--advertise-url URL] the URL others use to reach this process
+                              ($MAGPIE_ADVERTISE_URL; needed behind NAT; never 0.0.0.0)
   start --nodes N [--cpus N]   a gateway and N local node processes
         object store (start, --join, --nodes): [--object-store-memory 30%] memory for object values
                               (bytes, 64MiB, 2GB or a share of RAM); [--state DIR] where values spill
@@ -38,6 +43,8 @@ async function main(argv: string[]): Promise<number> {
       join: { type: 'string' },
       nodes: { type: 'string' },
       secret: { type: 'string' },
+      'secret-file': { type: 'string' },
+      'advertise-url': { type: 'string' },
       resources: { type: 'string' },
       'object-store-memory': { type: 'string' },
       state: { type: 'string' },
@@ -61,6 +68,8 @@ async function main(argv: string[]): Promise<number> {
         objectStoreMemory: values['object-store-memory'],
         spillLimit: values['spill-limit'],
         maxBody: values['max-body'],
+        secretFile: values['secret-file'],
+        advertiseUrl: values['advertise-url'],
       })
     case 'invoke':
       return runInvoke(url, token, positionals, values.async === true)

@@ -8,10 +8,13 @@ import { once } from 'node:events'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { startNodeProcess } from '../cluster/node/node-process.ts'
+import { isReachableUrl } from '../cluster/protocol.ts'
+import { readSecretFile } from '../cluster/secret.ts'
 import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
 import { stopBundler } from '../gateway/registry/bundle.ts'
-import { startNodeProcess } from '../node/cluster/node-process.ts'
+import { FunctionRegistry } from '../gateway/registry/registry.ts'
 import { parseBytes } from './units.ts'
 
 export interface StartFlags {
@@ -24,6 +27,8 @@ export interface StartFlags {
   join?: string | undefined
   nodes?: string | undefined
   secret?: string | undefined
+  secretFile?: string | undefined
+  advertiseUrl?: string | undefined
   resources?: string | undefined
   objectStoreMemory?: string | undefined
   state?: string | undefined
@@ -93,7 +98,18 @@ export async function runStart(flags: StartFlags): Promise<number> {
   const nodes = integerFlag('nodes', flags.nodes, 1)
   const functionsDir = resolve(flags.functions ?? 'functions')
   const host = flags.host ?? '127.0.0.1'
-  const secret = flags.secret ?? process.env.MAGPIE_CLUSTER_SECRET
+  const secretFile = flags.secretFile ?? process.env.MAGPIE_SECRET_FILE
+  if (flags.secret !== undefined && secretFile !== undefined)
+    throw new Error('--secret and --secret-file exclude each other')
+  const secret =
+    flags.secret ??
+    (secretFile === undefined ? process.env.MAGPIE_CLUSTER_SECRET : await readSecretFile(secretFile))
+  const advertiseUrl = flags.advertiseUrl ?? process.env.MAGPIE_ADVERTISE_URL
+  if (advertiseUrl !== undefined && !isReachableUrl(advertiseUrl)) {
+    throw new Error(
+      `--advertise-url must be an http URL with a reachable host (not 0.0.0.0 or ::): ${advertiseUrl}`,
+    )
+  }
   const store = storeFlags(flags)
   const maxBodyBytes = flags.maxBody === undefined ? undefined : parseBytes('max-body', flags.maxBody)
   const gateway = maxBodyBytes === undefined ? {} : { maxBodyBytes }
@@ -102,49 +118,70 @@ export async function runStart(flags: StartFlags): Promise<number> {
   if (modes > 1) throw new Error('--head, --join and --nodes exclude each other')
 
   if (flags.join !== undefined) {
-    if (!secret) throw new Error('--join needs the cluster secret: --secret or MAGPIE_CLUSTER_SECRET')
+    if (!secret)
+      throw new Error('--join needs the cluster secret: --secret-file, MAGPIE_CLUSTER_SECRET or --secret')
     const bundleDir = await mkdtemp(join(tmpdir(), 'magpie-node-'))
+    const functions = new FunctionRegistry({ bundleDir })
+    await functions.deployAll(functionsDir)
+    await stopBundler()
     const node = await startNodeProcess({
       head: flags.join,
       secret,
-      functionsDir,
-      bundleDir,
+      functions,
       cpus,
       resources: resourcesFlag(flags.resources),
       ...store,
       stateDir,
       host,
       port: flags.port === undefined ? 0 : port,
+      advertiseUrl,
     })
-    await stopBundler()
-    console.log(`magpie node ${node.id} listening on ${node.address}, joined ${flags.join}`)
-    await untilSignal(async () => {
+    console.log(`magpie node listening on ${node.listening}, joining ${flags.join}`)
+    const stopped = untilSignal(async () => {
       await node.stop()
       await rm(bundleDir, { recursive: true, force: true })
     })
+    await Promise.race([node.joined, stopped])
+    if (node.address) console.log(`magpie node ${node.id} joined ${flags.join} as ${node.address}`)
+    await stopped
     return 0
   }
 
   if (flags.head || nodes !== undefined) {
-    const head = await startHead({ functionsDir, port, host, token: flags.token, secret, ...gateway })
+    const head = await startHead({
+      functionsDir,
+      port,
+      host,
+      token: flags.token,
+      secret,
+      stateDir,
+      advertiseUrl,
+      ...gateway,
+    })
     await stopBundler()
     console.log(`magpie listening on ${head.url}`)
     const children: ChildProcess[] = []
     if (nodes === undefined) {
-      console.log(`join with: MAGPIE_CLUSTER_SECRET=${head.secret} magpie start --join ${head.url}`)
+      console.log(`join command (it holds the cluster secret): ${head.joinCommandFile}`)
     } else {
       // The same command that started this process: bin/magpie.mjs.
       const bin = process.argv[1] as string
       for (let i = 0; i < nodes; i++) {
-        const args = [bin, 'start', '--join', head.url, '--functions', functionsDir, '--host', host]
+        const args = [
+          bin,
+          'start',
+          '--join',
+          head.url,
+          '--secret-file',
+          head.secretFile,
+          '--functions',
+          functionsDir,
+          '--host',
+          host,
+        ]
         if (cpus !== undefined) args.push('--cpus', String(cpus))
         args.push(...storeArgs(flags))
-        children.push(
-          spawn(process.execPath, args, {
-            stdio: ['ignore', 'inherit', 'inherit'],
-            env: { ...process.env, MAGPIE_CLUSTER_SECRET: head.secret },
-          }),
-        )
+        children.push(spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] }))
       }
     }
     await untilSignal(async () => {

@@ -5,11 +5,11 @@
 import { Hono, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
+import type { Backend } from '../node/backend.ts'
+import { errorResponse } from '../node/http/responses.ts'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
 import { bearerToken } from './auth.ts'
-import type { Backend } from './backend.ts'
 import type { FunctionRegistry } from './registry/registry.ts'
-import { errorResponse } from './respond.ts'
 import { functionRoutes } from './routes/functions.ts'
 import { healthRoutes } from './routes/health.ts'
 import { objectRoutes } from './routes/objects.ts'
@@ -21,7 +21,7 @@ export interface GatewayAppOptions {
   maxBodyBytes?: number
   /** Token every /v1 call must carry, if set. */
   token?: string | undefined
-  /** The head's routes for its nodes, mounted under /internal. */
+  /** The head's routes for its nodes (under /internal, behind the cluster secret). */
   internal?: Hono | undefined
 }
 
@@ -58,7 +58,7 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
   app.use('/v1/*', limitBody(maxBodyBytes))
   if (options.token) app.use('/v1/*', bearerToken(options.token))
 
-  if (options.internal) app.route('/internal', options.internal)
+  if (options.internal) app.route('/', options.internal)
   app.route('/', healthRoutes(options.backend))
   app.route('/v1', functionRoutes(options.backend, options.functions))
   app.route('/v1', objectRoutes(options.backend))

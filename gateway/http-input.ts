@@ -2,14 +2,13 @@
  * Checks what clients send, once, at the edge: object ids, `?wait=`, call
  * bodies and `$ref` arguments. Everything past here trusts its input.
  */
-import type { IncomingMessage } from 'node:http'
 import type { Context } from 'hono'
+import type { Backend } from '../node/backend.ts'
+import { isBytes, readBytes } from '../node/http/bodies.ts'
 import type { TaskArg } from '../node/worker/messages.ts'
-import { toShared } from '../node/worker/shared-bytes.ts'
-import { BYTES_TYPE, type EncodedValue, isObjectId, newObjectId, refIdOf } from '../sdk/codec.ts'
+import { type EncodedValue, isObjectId, newObjectId, refIdOf } from '../sdk/codec.ts'
 import { BadRequestError, FunctionNotFoundError, ObjectNotFoundError } from '../sdk/errors.ts'
 import { type CallOptions, checkCallOptions } from '../sdk/types.ts'
-import type { Backend } from './backend.ts'
 
 export const MAX_WAIT_S = 60
 
@@ -31,44 +30,6 @@ export function parseSeconds(raw: unknown, what: string): number {
 export function waitParam(c: Context): number | undefined {
   const raw = c.req.query('wait')
   return raw === undefined ? undefined : parseSeconds(raw, 'wait')
-}
-
-export function isBytes(c: Context): boolean {
-  return (c.req.header('content-type') ?? '').toLowerCase().startsWith(BYTES_TYPE)
-}
-
-/**
- * A bytes body not read yet, as Node's server hands it over, with its
- * declared length: to be read from the socket as it comes. Undefined for
- * anything else (JSON, no length, not on Node's server).
- */
-export function unreadBytes(c: Context): { body: IncomingMessage; length: number } | undefined {
-  if (!isBytes(c)) return undefined
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
-  const length = Number(c.req.header('content-length'))
-  if (!incoming || !Number.isSafeInteger(length) || incoming.readableEnded) return undefined
-  return { body: incoming, length }
-}
-
-/**
- * A bytes body, in shared memory. On Node's server with a declared length it
- * is read straight from the socket into its final place: one copy, no
- * intermediate buffers.
- */
-export async function readBytes(c: Context): Promise<Uint8Array> {
-  const raw = unreadBytes(c)
-  if (!raw) return toShared(new Uint8Array(await c.req.arrayBuffer()))
-  const { length } = raw
-  const bytes = new Uint8Array(new SharedArrayBuffer(length))
-  let at = 0
-  for await (const chunk of raw.body as AsyncIterable<Buffer>) {
-    if (at + chunk.byteLength > length)
-      throw new BadRequestError('the body is longer than its Content-Length')
-    bytes.set(chunk, at)
-    at += chunk.byteLength
-  }
-  if (at !== length) throw new BadRequestError('the body is shorter than its Content-Length')
-  return bytes
 }
 
 /** The request body as text or bytes (the size limit is enforced before this runs). */

@@ -3,7 +3,7 @@
  * nodes' own counters at each scrape (prom-client, a registry per gateway).
  */
 import { Counter, Gauge, Registry } from 'prom-client'
-import type { Backend } from './backend.ts'
+import type { Backend } from '../node/backend.ts'
 
 export function createMetrics(backend: Backend): Registry {
   const registry = new Registry()

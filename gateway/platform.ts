@@ -5,10 +5,10 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { localBackend } from '../node/backend.ts'
+import { listen } from '../node/http/listen.ts'
 import { LocalNode } from '../node/node.ts'
 import { createGatewayApp } from './app.ts'
-import { localBackend } from './backend.ts'
-import { listen } from './listen.ts'
 import { FunctionRegistry } from './registry/registry.ts'
 
 export interface PlatformOptions {

@@ -5,6 +5,7 @@
  * own invoke route; if a batch is refused, its calls are sent one by one, so
  * that each gets its own answer.
  */
+import { ID_HEADER } from './codec.ts'
 import { MagpieError } from './errors.ts'
 import type { Transport } from './transport.ts'
 import type { CallOptions } from './types.ts'
@@ -73,7 +74,7 @@ export class CallBatcher {
     this.#transport
       .send('POST', `/v1/functions/${encodeURIComponent(call.fn)}/invoke`, body, {
         'content-type': 'application/json',
-        'x-magpie-object-id': call.id,
+        [ID_HEADER]: call.id,
       })
       .then((reply) => reply.discard())
       .then(resolve, reject)

@@ -5,7 +5,15 @@
  */
 
 import { CallBatcher } from './call-batcher.ts'
-import { BYTES_TYPE, decodeValue, isObjectId, newObjectId, ObjectRef, parseWithRefs } from './codec.ts'
+import {
+  BYTES_TYPE,
+  decodeValue,
+  ID_HEADER,
+  isObjectId,
+  newObjectId,
+  ObjectRef,
+  parseWithRefs,
+} from './codec.ts'
 import { BadRequestError, deserializeError, GetTimeoutError, type MagpieError } from './errors.ts'
 import { streamObjects } from './object-stream.ts'
 import { ProgressBar } from './progress.ts'
@@ -70,7 +78,7 @@ export class Client {
       accepted = this.#transport
         .send('POST', `/v1/functions/${encodeURIComponent(name)}/invoke`, args[0], {
           'content-type': BYTES_TYPE,
-          'x-magpie-object-id': id,
+          [ID_HEADER]: id,
         })
         .then((reply) => reply.discard())
     } else if (args.some((a) => a instanceof Uint8Array)) {

@@ -65,6 +65,9 @@ export function reviveRefs(_key: string, value: unknown): unknown {
 /** A stored value: JSON text, or raw bytes (kept in shared memory inside a node). */
 export type EncodedValue = { kind: 'json'; text: string } | { kind: 'bytes'; bytes: Uint8Array }
 
+/** The header that carries an object id: a call's chosen result id, and the id of a value answered. */
+export const ID_HEADER = 'X-Magpie-Object-Id'
+
 export const JSON_TYPE = 'application/json'
 export const BYTES_TYPE = 'application/octet-stream'
 

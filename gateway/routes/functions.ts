@@ -1,11 +1,11 @@
 /** Functions: list them, read one, and invoke one. */
 import { Hono } from 'hono'
-import { newObjectId } from '../../sdk/codec.ts'
+import type { Backend } from '../../node/backend.ts'
+import { ID_HEADER, newObjectId } from '../../sdk/codec.ts'
 import { FunctionNotFoundError } from '../../sdk/errors.ts'
-import type { Backend } from '../backend.ts'
 import { checkBatch, checkId, parseJson, readCall, refsOf, requireObjects, waitParam } from '../http-input.ts'
 import { type FunctionRegistry, publicInfo } from '../registry/registry.ts'
-import { ID_HEADER, objectResponse, pendingResponse } from '../respond.ts'
+import { objectResponse, pendingResponse } from '../respond.ts'
 
 export function functionRoutes(backend: Backend, functions: FunctionRegistry): Hono {
   const app = new Hono()

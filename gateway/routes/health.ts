@@ -1,6 +1,6 @@
 /** Liveness, readiness, metrics and the node list. */
 import { Hono } from 'hono'
-import type { Backend } from '../backend.ts'
+import type { Backend } from '../../node/backend.ts'
 import { createMetrics } from '../metrics.ts'
 
 export function healthRoutes(backend: Backend): Hono {

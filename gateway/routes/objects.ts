@@ -1,10 +1,10 @@
 /** Objects: read (with long-poll), metadata, put, free, and wait on many. */
 import { Hono } from 'hono'
 import { stream } from 'hono/streaming'
-import type { ObjectEntry } from '../../node/store/object-store.ts'
-import { BYTES_TYPE, JSON_TYPE, newObjectId } from '../../sdk/codec.ts'
+import type { Backend, ObjectInfo } from '../../node/backend.ts'
+import { unreadBytes } from '../../node/http/bodies.ts'
+import { BYTES_TYPE, ID_HEADER, JSON_TYPE, newObjectId } from '../../sdk/codec.ts'
 import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
-import type { Backend } from '../backend.ts'
 import {
   checkId,
   MAX_WAIT_S,
@@ -12,10 +12,9 @@ import {
   parseSeconds,
   readValue,
   requireObjects,
-  unreadBytes,
   waitParam,
 } from '../http-input.ts'
-import { ID_HEADER, objectResponse } from '../respond.ts'
+import { objectResponse } from '../respond.ts'
 
 export function objectRoutes(backend: Backend): Hono {
   const app = new Hono()
@@ -150,7 +149,7 @@ function checkIds(ids: unknown): asserts ids is string[] {
 }
 
 /** One line of an object stream: the value inline if it is JSON, else where to read it. */
-function settledLine(id: string, entry: ObjectEntry | undefined, backend: Backend): string {
+function settledLine(id: string, entry: ObjectInfo | undefined, backend: Backend): string {
   const head = `{"id":${JSON.stringify(id)},"status":`
   if (!entry) {
     return `${head}"gone","error":${JSON.stringify({ code: 'OBJECT_NOT_FOUND', message: `no object ${id}` })}}\n`

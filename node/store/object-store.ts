@@ -21,8 +21,9 @@ import { ObjectStoreFullError, type SerializedError, serializeError } from '../.
 import { Expiries } from './expiries.ts'
 import type { SpilledFile, SpillStore } from './spill.ts'
 import { ValueTiers } from './value-tiers.ts'
+import { isSettled, type ObjectStatus, Waiters } from './waiters.ts'
 
-export type ObjectStatus = 'pending' | 'running' | 'ready' | 'failed' | 'cancelled'
+export { isSettled, type ObjectStatus } from './waiters.ts'
 
 export interface ObjectEntry {
   readonly id: string
@@ -99,15 +100,6 @@ const REF_PATTERN = /"\$ref"\s*:\s*"([A-Za-z0-9_-]{16,64})"/g
 
 type Listener = (entry: ObjectEntry | undefined) => void
 
-/** A timer, or none for an infinite wait. */
-function startTimer(callback: () => void, ms: number): ReturnType<typeof setTimeout> | undefined {
-  return Number.isFinite(ms) ? setTimeout(callback, Math.min(ms, 2 ** 31 - 1)) : undefined
-}
-
-export function isSettled(entry: ObjectEntry): boolean {
-  return entry.status === 'ready' || entry.status === 'failed' || entry.status === 'cancelled'
-}
-
 /** The distinct object ids in `{"$ref": id}` markers of JSON text. */
 export function refsInJson(text: string): string[] {
   if (!text.includes('"$ref"')) return []
@@ -119,7 +111,7 @@ export function refsInJson(text: string): string[] {
 export class ObjectStore {
   readonly #entries = new Map<string, ObjectEntry>()
   readonly #values: ValueTiers
-  readonly #listeners = new Map<string, Listener[]>()
+  readonly #waiters = new Waiters<ObjectEntry>((id) => this.lookup(id))
   readonly #now: () => number
   readonly #ttlMs: number
   readonly #expiries = new Expiries()
@@ -351,7 +343,7 @@ export class ObjectStore {
     }
     if (argRefs) for (const ref of argRefs) this.unpin(ref)
     if (entry.visible) this.#extend(entry)
-    this.#notify(entry.id, entry)
+    this.#waiters.notify(entry.id, entry)
     if (this.#freeable(entry)) this.#free(entry)
   }
 
@@ -403,40 +395,12 @@ export class ObjectStore {
 
   /** Calls `listener` once the object settles (or at once if it has); undefined means it is gone. */
   onSettled(id: string, listener: Listener): () => void {
-    const entry = this.lookup(id)
-    if (!entry || isSettled(entry)) {
-      listener(entry)
-      return () => {}
-    }
-    let list = this.#listeners.get(id)
-    if (!list) {
-      list = []
-      this.#listeners.set(id, list)
-    }
-    list.push(listener)
-    return () => {
-      const current = this.#listeners.get(id)
-      if (!current) return
-      const at = current.indexOf(listener)
-      if (at >= 0) current.splice(at, 1)
-      if (current.length === 0) this.#listeners.delete(id)
-    }
+    return this.#waiters.on(id, listener)
   }
 
   /** Resolves with the settled entry, or with the entry as it stands after `timeoutMs` (Infinity: no limit). */
   whenSettled(id: string, timeoutMs: number): Promise<ObjectEntry | undefined> {
-    const entry = this.lookup(id)
-    if (!entry || isSettled(entry) || timeoutMs <= 0) return Promise.resolve(entry)
-    return new Promise((resolve) => {
-      const timer = startTimer(() => {
-        off()
-        resolve(this.lookup(id))
-      }, timeoutMs)
-      const off = this.onSettled(id, (settled) => {
-        if (timer) clearTimeout(timer)
-        resolve(settled)
-      })
-    })
+    return this.#waiters.whenSettled(id, timeoutMs)
   }
 
   /**
@@ -444,34 +408,12 @@ export class ObjectStore {
    * the settled ids in input order, at most `numReturns` of them. Gone ids count as settled.
    */
   waitAny(ids: readonly string[], numReturns: number, timeoutMs: number): Promise<string[]> {
-    const settledNow = () => ids.filter((id) => this.#isDone(id))
-    const first = settledNow()
-    if (first.length >= numReturns || timeoutMs <= 0) return Promise.resolve(first.slice(0, numReturns))
-    return new Promise((resolve) => {
-      let count = first.length
-      const offs: Array<() => void> = []
-      const finish = () => {
-        if (timer) clearTimeout(timer)
-        for (const off of offs) off()
-        resolve(settledNow().slice(0, numReturns))
-      }
-      const timer = startTimer(finish, timeoutMs)
-      const done = new Set(first)
-      for (const id of ids) {
-        if (done.has(id)) continue
-        offs.push(
-          this.onSettled(id, () => {
-            count += 1
-            if (count === numReturns) queueMicrotask(finish)
-          }),
-        )
-      }
-    })
+    return this.#waiters.waitAny(ids, numReturns, timeoutMs)
   }
 
   /** Whether anyone here waits for the object to settle. */
   waitedOn(id: string): boolean {
-    return (this.#listeners.get(id)?.length ?? 0) > 0
+    return this.#waiters.has(id)
   }
 
   /** Ids of objects whose values are in memory here and at least `minBytes`, at most `limit` of them. */
@@ -504,21 +446,9 @@ export class ObjectStore {
     this.#values.close()
   }
 
-  #isDone(id: string): boolean {
-    const entry = this.lookup(id)
-    return entry === undefined || isSettled(entry)
-  }
-
-  #notify(id: string, entry: ObjectEntry | undefined): void {
-    const list = this.#listeners.get(id)
-    if (!list) return
-    this.#listeners.delete(id)
-    for (const listener of list) listener(entry)
-  }
-
   #freeable(entry: ObjectEntry): boolean {
     return (
-      isSettled(entry) && entry.pins === 0 && entry.expiresAt <= this.#now() && !this.#listeners.has(entry.id)
+      isSettled(entry) && entry.pins === 0 && entry.expiresAt <= this.#now() && !this.#waiters.has(entry.id)
     )
   }
 
@@ -545,7 +475,7 @@ export class ObjectStore {
     this.#freed += 1
     const refs = entry.refs
     entry.refs = undefined
-    this.#notify(id, undefined)
+    this.#waiters.notify(id, undefined)
     if (refs) for (const ref of refs) this.unpin(ref)
   }
 }

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { rawGet } from '../../node/cluster/raw-get.ts'
+import { rawGet } from '../../cluster/raw-get.ts'
 
 const BYTES = 'application/octet-stream'
 const big = Buffer.alloc(3 * 1024 * 1024 + 17).map((_, i) => i % 253)

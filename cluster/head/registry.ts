@@ -2,8 +2,8 @@
  * The head's list of nodes: they register, heartbeat their load, and are
  * marked dead when they fall silent or leave. Time is injectable for tests.
  */
-import { nanoid } from 'nanoid'
 import type { NodeStats } from '../../node/node.ts'
+import { NODE_ID, newNodeId } from '../protocol.ts'
 
 export interface ClusterNode {
   id: string
@@ -22,20 +22,11 @@ export interface NodeRegistryOptions {
   /** A node silent for this long is dead (default 5000 ms). */
   deadAfterMs?: number
   now?: () => number
+  /** Makes the id of a node that did not bring a usable one (default: newNodeId). */
+  newId?: () => string
   onDead?: (node: ClusterNode) => void
-}
-
-/** Node ids: `n` and six letters or digits; the ids of objects a node makes start with it and `_`. */
-export const NODE_ID = /^n[A-Za-z0-9]{6}$/
-
-export function newNodeId(): string {
-  return `n${nanoid(6).replace(/[-_]/g, 'x')}`
-}
-
-/** The node an object id names as its owner, if it names one. */
-export function ownerOf(objectId: string): string | undefined {
-  const match = /^(n[A-Za-z0-9]{6})_/.exec(objectId)
-  return match?.[1]
+  /** Sweeps for silent nodes on a timer (default true; tests call sweep themselves). */
+  sweep?: boolean
 }
 
 const EMPTY_STATS: NodeStats = {
@@ -62,22 +53,35 @@ export class NodeRegistry {
   readonly #nodes = new Map<string, ClusterNode>()
   readonly #deadAfterMs: number
   readonly #now: () => number
+  readonly #newId: () => string
   readonly #onDead: (node: ClusterNode) => void
-  readonly #sweeper: ReturnType<typeof setInterval>
+  readonly #sweeper: ReturnType<typeof setInterval> | undefined
 
   constructor(options: NodeRegistryOptions = {}) {
     this.#deadAfterMs = options.deadAfterMs ?? 5000
     this.#now = options.now ?? Date.now
+    this.#newId = options.newId ?? newNodeId
     this.#onDead = options.onDead ?? (() => {})
-    this.#sweeper = setInterval(() => this.sweep(), Math.min(1000, this.#deadAfterMs / 2))
-    this.#sweeper.unref()
+    if (options.sweep !== false) {
+      this.#sweeper = setInterval(() => this.sweep(), Math.min(1000, this.#deadAfterMs / 2))
+      this.#sweeper.unref()
+    }
   }
 
-  /** Registers a node, under the id it chose if that is free and well formed. */
+  /**
+   * Registers a node, under the id it chose if that is free and well formed:
+   * a node keeps its id when it registers again (after it was taken for dead,
+   * or with a head that restarted), so that the ids of its objects still name
+   * it. The same node registering twice (its first answer lost) keeps its entry.
+   */
   register(address: string, cpus: number, resources: Record<string, number>, wanted?: string): ClusterNode {
-    const free = wanted !== undefined && NODE_ID.test(wanted) && this.#nodes.get(wanted)?.state !== 'alive'
+    const known = wanted === undefined ? undefined : this.#nodes.get(wanted)
+    const usable = wanted !== undefined && NODE_ID.test(wanted)
+    const free = usable && (known === undefined || known.state !== 'alive' || known.address === address)
+    let id = free ? wanted : this.#newId()
+    while (!free && this.#nodes.has(id)) id = this.#newId()
     const node: ClusterNode = {
-      id: free ? wanted : newNodeId(),
+      id,
       address,
       cpus,
       resources,
@@ -128,6 +132,6 @@ export class NodeRegistry {
   }
 
   close(): void {
-    clearInterval(this.#sweeper)
+    if (this.#sweeper) clearInterval(this.#sweeper)
   }
 }

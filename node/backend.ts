@@ -1,14 +1,34 @@
 /**
- * What the gateway needs from the nodes behind it. In the embedded default it
- * is one local node in the same process.
+ * What the gateway serves from: where calls run and objects live. In the
+ * embedded default it is one local node in the same process (here); on a
+ * head it is the cluster behind it (cluster/head/backend.ts).
  */
 
 import type { Context } from 'hono'
-import type { LocalNode, NodeStats, TaskSpec } from '../node/node.ts'
-import type { ObjectEntry } from '../node/store/object-store.ts'
-import type { EncodedValue } from '../sdk/codec.ts'
-import { MagpieError } from '../sdk/errors.ts'
-import { fileResponse, ID_HEADER, STREAM_FROM_DISK_BYTES } from './respond.ts'
+import { type EncodedValue, ID_HEADER } from '../sdk/codec.ts'
+import { MagpieError, type SerializedError } from '../sdk/errors.ts'
+import { fileResponse, STREAM_FROM_DISK_BYTES } from './http/responses.ts'
+import type { LocalNode, NodeStats, TaskSpec } from './node.ts'
+import type { ObjectStatus } from './store/object-store.ts'
+
+/**
+ * What the gateway reads of an object, wherever it is kept: a node's store
+ * entry and the head's directory record both have this shape.
+ */
+export interface ObjectInfo {
+  readonly id: string
+  readonly status: ObjectStatus
+  readonly error?: SerializedError | undefined
+  /** Bytes of the encoded value, once ready. */
+  readonly size: number
+  readonly contentType: string | null
+  readonly function: string | null
+  readonly attempts: number
+  /** Milliseconds since the epoch. */
+  readonly createdAt: number
+  /** The node that holds the value, where another process does. */
+  readonly node?: string | undefined
+}
 
 export interface NodeInfo extends Omit<NodeStats, 'steals'> {
   id: string
@@ -24,7 +44,7 @@ export interface Backend {
   /** Stores a value; false if the id is taken. */
   put(id: string, value: EncodedValue, ttlMs?: number): Promise<boolean>
   /** The value of a ready object, wherever it is stored. */
-  readValue(entry: ObjectEntry): Promise<EncodedValue>
+  readValue(entry: ObjectInfo): Promise<EncodedValue>
   /** The value of a ready object if this process holds it. */
   valueHere(id: string): EncodedValue | undefined
   /** Whether a byte body of `length` is better passed on as it arrives (putBody) than read first. */
@@ -36,14 +56,14 @@ export interface Backend {
    * the node that holds it), never whole in this process's memory; undefined
    * if it is better read whole (small, or in memory here).
    */
-  streamValue?(c: Context, entry: ObjectEntry): Promise<Response | undefined>
+  streamValue?(c: Context, entry: ObjectInfo): Promise<Response | undefined>
   /** An object's entry, refreshing its lifetime. */
-  lookup(id: string): ObjectEntry | undefined
+  lookup(id: string): ObjectInfo | undefined
   /** Finds an object not known here yet (made inside a function on some node); false if none has it. */
   locate(id: string): Promise<boolean>
-  whenSettled(id: string, timeoutMs: number): Promise<ObjectEntry | undefined>
+  whenSettled(id: string, timeoutMs: number): Promise<ObjectInfo | undefined>
   /** Calls `listener` once the object settles (at once if it has; undefined if it is gone); returns an unsubscribe. */
-  onSettled(id: string, listener: (entry: ObjectEntry | undefined) => void): () => void
+  onSettled(id: string, listener: (entry: ObjectInfo | undefined) => void): () => void
   /** Settled ids among `ids`, in input order, at most `count`, once `count` settle or time runs out. */
   waitAny(ids: readonly string[], count: number, timeoutMs: number): Promise<string[]>
   /** Frees an object wherever it is stored; false if it is unknown. */

@@ -4,13 +4,8 @@
  * arguments; else the less loaded of two picked at random.
  */
 import type { CallOptions } from '../../sdk/types.ts'
+import { canRun } from '../protocol.ts'
 import type { ClusterNode } from './registry.ts'
-
-/** Whether a node with these CPUs and resources could run a call with these options. */
-export function canRun(options: CallOptions, cpus: number, resources: Record<string, number>): boolean {
-  if ((options.numCpus ?? 1) > cpus) return false
-  return Object.entries(options.resources ?? {}).every(([name, amount]) => (resources[name] ?? 0) >= amount)
-}
 
 /** Nodes that could ever run a call with these options. */
 export function capable(nodes: readonly ClusterNode[], options: CallOptions): ClusterNode[] {

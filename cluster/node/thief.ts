@@ -3,27 +3,13 @@
  * the busiest peer (by the load the head last reported) for work, telling it
  * which big objects it holds already, and runs what it gets.
  */
-import { request } from 'undici'
-import type { LocalNode } from '../node.ts'
-import type { WireCall } from './internal-api.ts'
-import { SECRET_HEADER } from './internal-api.ts'
-
-/** Another node, as the head reports it in a heartbeat's answer. */
-export interface Peer {
-  id: string
-  address: string
-  queued: number
-  cpus: number
-}
-
-/** A stolen call, and the URL of its owner, to whom its result goes: the head, or the node that made it. */
-export interface StolenCall extends WireCall {
-  owner: string
-}
+import type { LocalNode } from '../../node/node.ts'
+import type { InternalClient } from '../client.ts'
+import type { Peer, StolenCall } from '../protocol.ts'
 
 export interface ThiefOptions {
   node: LocalNode
-  secret: string
+  client: InternalClient
   /** Called with the calls just taken, before they run, to route their results. */
   run(calls: StolenCall[]): void
   /** How often an idle node looks for work, in ms (default 20). */
@@ -31,7 +17,7 @@ export interface ThiefOptions {
   /** This node's custom resources: it takes only calls it can run. */
   resources: Record<string, number>
   /** This node's address, where the results of what it steals can be read. */
-  address: string
+  address(): string
 }
 
 /** How often an idle node asks a peer not known to be busy, in ms. */
@@ -76,23 +62,14 @@ export class Thief {
   }
 
   async #steal(victim: Peer): Promise<void> {
-    const { node, secret } = this.#options
+    const { node, client } = this.#options
     try {
-      const response = await request(`${victim.address}/internal/steal`, {
-        method: 'POST',
-        headers: { [SECRET_HEADER]: secret, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          address: this.#options.address,
-          holds: node.store.largest(BIG_OBJECT, 256),
-          cpus: node.cpus,
-          resources: this.#options.resources,
-        }),
+      const calls = await client.steal(victim.address, {
+        address: this.#options.address(),
+        holds: node.store.largest(BIG_OBJECT, 256),
+        cpus: node.cpus,
+        resources: this.#options.resources,
       })
-      if (response.statusCode !== 200) {
-        await response.body.dump()
-        return
-      }
-      const { calls } = (await response.body.json()) as { calls: StolenCall[] }
       if (calls.length === 0) {
         // Its queue emptied since the head last heard: do not ask again before the next report.
         victim.queued = 0
@@ -100,6 +77,7 @@ export class Thief {
       }
       this.#options.run(calls)
     } catch {
+      // Gone or busy: the next heartbeat says whether it is still there.
       victim.queued = 0
     }
   }

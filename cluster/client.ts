@@ -1,0 +1,212 @@
+/**
+ * The internal client: the only code that knows the internal URLs and the
+ * secret header. Every message of the protocol is a method here, sent as
+ * its type says and its answer checked before it is returned.
+ */
+import type { Readable } from 'node:stream'
+import { request } from 'undici'
+import type { z } from 'zod'
+import { toShared } from '../node/worker/shared-bytes.ts'
+import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../sdk/codec.ts'
+import { ERROR_STATUS, errorFromBody, MagpieError } from '../sdk/errors.ts'
+import {
+  type Call,
+  type Heartbeat,
+  HeartbeatAnswer,
+  ObjectMeta,
+  RegisterAnswer,
+  type RegisterRequest,
+  ROUTES,
+  read,
+  SECRET_HEADER,
+  type SettledReport,
+  StealAnswer,
+  type StealRequest,
+  type StolenCall,
+  TaskAnswer,
+} from './protocol.ts'
+import { rawGet } from './raw-get.ts'
+
+/** How long a node looks for an object another node should have, before it believes it is gone (the call making it may still be on its way there). */
+const UNKNOWN_GRACE_MS = 3000
+
+type Route = (typeof ROUTES)[keyof typeof ROUTES]
+
+/** A call as sent: its options as the sender holds them (checked again by the receiver). */
+export type OutgoingCall = z.input<typeof Call>
+
+/**
+ * Whether a failed internal request is worth trying again: the peer could not
+ * be reached, was overloaded or broke (5xx); a 4xx answer will not change.
+ */
+export function isTransient(err: unknown): boolean {
+  if (!(err instanceof MagpieError)) return true
+  const status = ERROR_STATUS[err.code] ?? 500
+  return status >= 500 || status === 429
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+export class InternalClient {
+  readonly #secret: string
+
+  constructor(secret: string) {
+    if (secret.length === 0) throw new TypeError('the cluster secret must not be empty')
+    this.#secret = secret
+  }
+
+  /** The cluster secret as a header, for the few requests made without this client's methods (raw GETs). */
+  get #auth(): Record<string, string> {
+    return { [SECRET_HEADER]: this.#secret }
+  }
+
+  #url(base: string, route: Route, id = '', query = ''): string {
+    return `${base}${route.replace(':id', encodeURIComponent(id))}${query}`
+  }
+
+  /** Sends JSON (or nothing) and reads the answer; throws the error a 4xx or 5xx carries. */
+  async #send(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<unknown> {
+    const response = await request(url, {
+      method,
+      headers: { ...this.#auth, 'content-type': JSON_TYPE },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    })
+    const text = await response.body.text()
+    if (response.statusCode >= 400) throw errorFromBody(parseJson(text), response.statusCode)
+    return text === '' ? undefined : parseJson(text)
+  }
+
+  async register(head: string, body: RegisterRequest): Promise<RegisterAnswer> {
+    return read(
+      RegisterAnswer,
+      await this.#send('POST', this.#url(head, ROUTES.register), body),
+      'register answer',
+    )
+  }
+
+  async heartbeat(head: string, nodeId: string, stats: z.input<typeof Heartbeat>): Promise<HeartbeatAnswer> {
+    const answer = await this.#send('POST', this.#url(head, ROUTES.heartbeat, nodeId), stats)
+    return read(HeartbeatAnswer, answer, 'heartbeat answer')
+  }
+
+  async leave(head: string, nodeId: string, ids: string[]): Promise<void> {
+    await this.#send('POST', this.#url(head, ROUTES.leave, nodeId), { ids })
+  }
+
+  async report(owner: string, report: SettledReport): Promise<void> {
+    await this.#send('POST', this.#url(owner, ROUTES.settled), report)
+  }
+
+  /** Places calls on a node; the ids it took (the others it had already). */
+  async sendCalls(node: string, calls: OutgoingCall[]): Promise<string[]> {
+    return read(TaskAnswer, await this.#send('POST', this.#url(node, ROUTES.tasks), calls), 'task answer')
+      .accepted
+  }
+
+  async steal(peer: string, body: StealRequest): Promise<StolenCall[]> {
+    return read(StealAnswer, await this.#send('POST', this.#url(peer, ROUTES.steal), body), 'steal answer')
+      .calls
+  }
+
+  async release(peer: string, ids: string[]): Promise<void> {
+    await this.#send('POST', this.#url(peer, ROUTES.release), { ids })
+  }
+
+  /** An object's status at `at` (waiting up to `waitS` while it is unfinished); undefined if it is not there. */
+  async meta(at: string, id: string, waitS = 0): Promise<ObjectMeta | undefined> {
+    try {
+      const answer = await this.#send('GET', this.#url(at, ROUTES.objectMeta, id, `?wait=${waitS}`))
+      return read(ObjectMeta, answer, 'object meta')
+    } catch (err) {
+      if (err instanceof MagpieError && ERROR_STATUS[err.code] === 404) return undefined
+      throw err
+    }
+  }
+
+  /** Stores a value on a node under `id`; the node's refusal (OBJECT_STORE_FULL, say) is thrown. */
+  async putObject(
+    at: string,
+    id: string,
+    body: Uint8Array | AsyncIterable<Uint8Array>,
+    length: number,
+    contentType: string,
+    ttlMs: number | undefined,
+  ): Promise<void> {
+    const response = await request(this.#url(at, ROUTES.object, id, ttlMs ? `?ttlMs=${ttlMs}` : ''), {
+      method: 'PUT',
+      headers: { ...this.#auth, 'content-type': contentType, 'content-length': String(length) },
+      body: body as Uint8Array,
+    })
+    const text = await response.body.text()
+    if (response.statusCode >= 400) throw errorFromBody(parseJson(text), response.statusCode)
+  }
+
+  async deleteObject(at: string, id: string): Promise<void> {
+    await this.#send('DELETE', this.#url(at, ROUTES.object, id))
+  }
+
+  /**
+   * A ready object's value at `at`, as a stream with its headers, for passing
+   * it on without holding it whole; undefined if it is not ready there.
+   */
+  async streamObject(
+    at: string,
+    id: string,
+  ): Promise<{ headers: Record<string, string>; body: Readable } | undefined> {
+    const response = await request(this.#url(at, ROUTES.object, id, '?seen=1'), { headers: this.#auth })
+    if (response.statusCode !== 200) {
+      await response.body.dump()
+      return undefined
+    }
+    const headers: Record<string, string> = {}
+    for (const name of ['content-type', 'content-length']) {
+      const value = response.headers[name]
+      if (typeof value === 'string') headers[name] = value
+    }
+    return { headers, body: response.body }
+  }
+
+  /**
+   * Reads an object from the process at `from`, waiting while it is
+   * unfinished and following it where it moved (a stolen call's result is
+   * with the thief); `forClient`: a client reads it, so it keeps its TTL there.
+   * Bytes land in shared memory straight from the socket.
+   */
+  async readObject(id: string, from: string, forClient = false): Promise<EncodedValue> {
+    let at = from
+    const graceUntil = Date.now() + UNKNOWN_GRACE_MS
+    for (;;) {
+      const query = `?wait=60${forClient ? '&seen=1' : ''}`
+      const { status, headers, body } = await rawGet(
+        this.#url(at, ROUTES.object, id, query),
+        this.#auth,
+        BYTES_TYPE,
+      )
+      if (status === 202) continue
+      if (status === 404 && Date.now() < graceUntil) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        continue
+      }
+      if (status === 307 && headers.location) {
+        at = new URL(headers.location, at).origin
+        continue
+      }
+      const text = () => Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString()
+      if (status >= 400) throw errorFromBody(parseJson(text()), status)
+      if ((headers['content-type'] ?? '').startsWith(BYTES_TYPE))
+        return { kind: 'bytes', bytes: toShared(body) }
+      return { kind: 'json', text: text() }
+    }
+  }
+
+  /** The URL at `base` where an object is read: where a node sends readers of a call that moved. */
+  objectUrl(base: string, id: string, query: string): string {
+    return this.#url(base, ROUTES.object, id, query)
+  }
+}

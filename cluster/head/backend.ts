@@ -1,0 +1,255 @@
+/**
+ * The head's backend: what the gateway serves from when nodes do the work.
+ * Calls go to the dispatcher, which places them; their results come back in
+ * nodes' reports; client puts are stored on a node chosen by load; objects
+ * are read from the directory (small JSON) or streamed from the node that
+ * holds them. Objects the head does not know yet (made inside functions, or
+ * held by nodes from before the head restarted) are looked up on the nodes.
+ */
+import type { Backend, NodeInfo } from '../../node/backend.ts'
+import { streamResponse } from '../../node/http/responses.ts'
+import type { TaskSpec } from '../../node/task.ts'
+import { asBuffer } from '../../node/worker/shared-bytes.ts'
+import { BYTES_TYPE, contentTypeOf, type EncodedValue, ID_HEADER } from '../../sdk/codec.ts'
+import { MagpieError } from '../../sdk/errors.ts'
+import type { CallOptions } from '../../sdk/types.ts'
+import type { InternalClient } from '../client.ts'
+import { warn } from '../log.ts'
+import { INLINE_MAX, type ObjectMeta, ownerOf, type SettledReport } from '../protocol.ts'
+import { Directory, type DirectoryRecord } from './directory.ts'
+import { Dispatcher } from './dispatcher.ts'
+import { place } from './placement.ts'
+import type { ClusterNode, NodeRegistry } from './registry.ts'
+
+export interface ClusterBackendOptions {
+  registry: NodeRegistry
+  client: InternalClient
+  /** The config of a deployed function, for placement and retries. */
+  config(fn: string): CallOptions | undefined
+  ttlMs?: number
+  /** Where the directory spills small values that do not fit its memory. */
+  spillDir: string
+}
+
+export interface ClusterBackend extends Backend {
+  /** Results reported by a node. */
+  settled(report: SettledReport): void
+  /** Calls a leaving node hands back, to place elsewhere. */
+  handBack(ids: readonly string[]): void
+  /** Places again what was running on a dead node. */
+  nodeDied(node: ClusterNode): void
+  /** The head's record of an object, for its nodes. */
+  record(id: string): DirectoryRecord | undefined
+  /** The address of a node, if it is known. */
+  addressOf(nodeId: string | undefined): string | undefined
+  /** Stops the directory's sweeper and deletes its spill files. */
+  close(): void
+}
+
+export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
+  const { registry, client, config } = options
+  const directory = new Directory({ ttlMs: options.ttlMs ?? 3600_000, spillDir: options.spillDir })
+  const dispatcher = new Dispatcher({ registry, directory, client })
+
+  const addressOf = (nodeId: string | undefined) => (nodeId ? registry.get(nodeId)?.address : undefined)
+
+  /** Settles a record from a node's meta; while it is unfinished there, waits for it on that node. */
+  function settleFromMeta(node: ClusterNode, meta: ObjectMeta): void {
+    if (meta.status === 'ready') {
+      directory.settle(meta.id, {
+        held: { node: node.id, size: meta.size, contentType: meta.contentType ?? BYTES_TYPE },
+      })
+    } else if (meta.status === 'failed' || meta.status === 'cancelled') {
+      directory.settle(meta.id, {
+        error: meta.error ?? { code: 'TASK_CANCELLED', message: 'cancelled' },
+        cancelled: meta.status === 'cancelled',
+      })
+    } else {
+      client.meta(node.address, meta.id, 60).then(
+        (later) => (later ? settleFromMeta(node, later) : directory.delete(meta.id)),
+        (err: unknown) =>
+          directory.settle(meta.id, {
+            error: { code: 'OBJECT_LOST', message: `node ${node.id} is gone: ${(err as Error).message}` },
+          }),
+      )
+    }
+  }
+
+  /** Asks nodes for an object, all at once; the one holding it (not a mere copy, if any has it so). */
+  async function findOnNodes(
+    id: string,
+    nodes: ClusterNode[],
+  ): Promise<[ClusterNode, ObjectMeta] | undefined> {
+    const answers = await Promise.all(
+      nodes.map((node) =>
+        client.meta(node.address, id).then(
+          (meta) => (meta ? ([node, meta] as [ClusterNode, ObjectMeta]) : undefined),
+          () => undefined,
+        ),
+      ),
+    )
+    const found = answers.filter((a) => a !== undefined)
+    return found.find(([, meta]) => !meta.cached) ?? found[0]
+  }
+
+  /** Stores a value on a node chosen by load; the node's refusal (OBJECT_STORE_FULL, say) is the caller's error. */
+  async function storeOnNode(
+    id: string,
+    body: Uint8Array | AsyncIterable<Uint8Array>,
+    length: number,
+    contentType: string,
+    ttlMs: number | undefined,
+  ): Promise<ClusterNode> {
+    const node = place(registry.alive(), () => 0)
+    if (!node) throw new MagpieError('no live node to store the object on', { code: 'NO_CAPACITY' })
+    await client.putObject(node.address, id, body, length, contentType, ttlMs)
+    return node
+  }
+
+  /** Records a client's object that `node` stores; false if the id was taken meanwhile. */
+  function recordStored(
+    id: string,
+    node: ClusterNode,
+    ttlMs: number | undefined,
+    value: EncodedValue | undefined,
+    size: number,
+    contentType: string,
+  ): boolean {
+    if (!directory.create(id, null, { ttlMs, node: node.id })) return false
+    directory.settle(id, value ? { value, node: node.id } : { held: { node: node.id, size, contentType } })
+    return true
+  }
+
+  return {
+    submit(spec: TaskSpec) {
+      const options = { ...config(spec.fn), ...spec.options }
+      if (!dispatcher.canPlace(options)) {
+        throw new MagpieError(`no live node can run ${spec.fn} (cpus or resources)`, { code: 'NO_CAPACITY' })
+      }
+      const ttlMs = options.ttlS === undefined ? undefined : options.ttlS * 1000
+      if (!directory.create(spec.id, spec.fn, { ttlMs })) return false
+      dispatcher.submit({ ...spec, options })
+      return true
+    },
+
+    async put(id, value, ttlMs) {
+      if (directory.lookup(id)) return false
+      const body = value.kind === 'json' ? Buffer.from(value.text) : asBuffer(value.bytes)
+      const type = contentTypeOf(value)
+      const node = await storeOnNode(id, body, body.byteLength, type, ttlMs)
+      // Small JSON is kept here too, to answer without asking the node.
+      const inline = value.kind === 'json' && body.byteLength <= INLINE_MAX
+      return recordStored(id, node, ttlMs, inline ? value : undefined, body.byteLength, type)
+    },
+
+    // A big body goes through the head to its node as it arrives, never whole in the head's memory.
+    streamsBody: (length) => length > INLINE_MAX,
+
+    async putBody(id, length, body, ttlMs) {
+      if (directory.lookup(id)) return false
+      const node = await storeOnNode(id, body, length, BYTES_TYPE, ttlMs)
+      return recordStored(id, node, ttlMs, undefined, length, BYTES_TYPE)
+    },
+
+    lookup: (id) => directory.seen(id),
+    record: (id) => directory.lookup(id),
+    addressOf,
+
+    async locate(id) {
+      const named = registry.get(ownerOf(id) ?? '')
+      // An id that names no live node may be held by any: a put of a head that has restarted since.
+      const candidates = named ? (named.state === 'dead' ? [] : [named]) : registry.alive()
+      const found = await findOnNodes(id, candidates)
+      if (!found) return false
+      const [node, meta] = found
+      if (directory.create(id, meta.function, { ttlMs: meta.ttlMs, node: node.id })) {
+        directory.locate(id, node.id, meta.attempts)
+        settleFromMeta(node, meta)
+      }
+      return true
+    },
+    whenSettled: (id, timeoutMs) => directory.whenSettled(id, timeoutMs),
+    onSettled: (id, listener) => directory.onSettled(id, listener),
+    waitAny: (ids, count, timeoutMs) => directory.waitAny(ids, count, timeoutMs),
+
+    valueHere: (id) => directory.value(id),
+
+    // A value on a node passes through the head as it comes: the head never holds it whole.
+    async streamValue(c, entry) {
+      const at = directory.value(entry.id) ? undefined : addressOf(entry.node)
+      if (!at) return undefined
+      const found = await client.streamObject(at, entry.id)
+      // Moved, unfinished there, or gone: the whole read sorts it out.
+      if (!found) return undefined
+      return streamResponse(c, found.body, { ...found.headers, [ID_HEADER]: entry.id })
+    },
+
+    async readValue(entry) {
+      const here = directory.value(entry.id)
+      if (here) return here
+      const at = addressOf(entry.node)
+      if (!at) throw new MagpieError(`object ${entry.id} was on a node that is gone`, { code: 'OBJECT_LOST' })
+      return client.readObject(entry.id, at, true)
+    },
+
+    async delete(id) {
+      const record = directory.lookup(id)
+      if (!directory.delete(id)) return false
+      dispatcher.forget(id)
+      const at = addressOf(record?.node)
+      // Done once the node has let go too: a read that follows finds it nowhere.
+      if (at) {
+        await client.deleteObject(at, id).catch((err: unknown) => {
+          // Its TTL there frees it later; say so rather than leave it unsaid.
+          warn('a node did not free a deleted object', { node: record?.node, object: id, cause: err })
+        })
+      }
+      return true
+    },
+
+    nodes(): NodeInfo[] {
+      return registry.list().map((n) => ({
+        ...n.stats,
+        id: n.id,
+        address: n.address,
+        state: n.state,
+        cpus: n.cpus,
+        resources: n.resources,
+        steals: { in: n.stats.stolen?.in ?? 0, out: n.stats.stolen?.out ?? 0 },
+      }))
+    },
+
+    ready: () => registry.alive().length > 0,
+
+    settled(report) {
+      for (const o of report.objects) {
+        if (o.status === 'lost') {
+          dispatcher.lost(o.id, `node ${report.node} could not deliver its result`)
+          continue
+        }
+        const attempts = dispatcher.finished(o.id) ?? o.attempts
+        // A call of a head that has restarted since: its result is readable here all the same.
+        if (!directory.lookup(o.id)) directory.create(o.id, null)
+        // The node that ran it holds the value (a thief, if the call was stolen).
+        directory.locate(o.id, report.node, attempts)
+        if (o.status === 'ready') {
+          directory.settle(
+            o.id,
+            o.value !== undefined
+              ? { value: { kind: 'json', text: o.value }, node: report.node }
+              : { held: { node: report.node, size: o.size, contentType: o.contentType ?? BYTES_TYPE } },
+          )
+        } else {
+          directory.settle(o.id, {
+            error: o.error ?? { code: 'TASK_CANCELLED', message: 'cancelled' },
+            cancelled: o.status === 'cancelled',
+          })
+        }
+      }
+    },
+
+    handBack: (ids) => dispatcher.handBack(ids),
+    nodeDied: (node) => dispatcher.nodeDied(node),
+    close: () => directory.close(),
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * The head's calls in flight: each placed on a node and sent there through
+ * that node's outbox (in order, in batches, sent again while the node does
+ * not answer), and placed again by the rules of node death: when its node
+ * dies, when a leaving node hands it back, or when its result was lost on
+ * the way. A call runs at most `maxRetries` times more; then it fails.
+ */
+import type { TaskSpec } from '../../node/task.ts'
+import type { TaskArg } from '../../node/worker/messages.ts'
+import { serializeError } from '../../sdk/errors.ts'
+import { type InternalClient, isTransient, type OutgoingCall } from '../client.ts'
+import { warn } from '../log.ts'
+import { Outbox, Outboxes } from '../outbox.ts'
+import { toWireArg, type WireArg } from '../protocol.ts'
+import type { Directory } from './directory.ts'
+import { capable, place } from './placement.ts'
+import type { ClusterNode, NodeRegistry } from './registry.ts'
+
+/** How long a node may fail to take calls before it is taken for dead (its calls are then placed again). */
+const SEND_GIVE_UP_MS = 5000
+
+interface Placed {
+  spec: TaskSpec
+  attempts: number
+  maxRetries: number
+  node: string
+}
+
+export interface DispatcherOptions {
+  registry: NodeRegistry
+  directory: Directory
+  client: InternalClient
+}
+
+export class Dispatcher {
+  readonly #registry: NodeRegistry
+  readonly #directory: Directory
+  readonly #placed = new Map<string, Placed>()
+  readonly #outboxes: Outboxes<OutgoingCall>
+
+  constructor(options: DispatcherOptions) {
+    this.#registry = options.registry
+    this.#directory = options.directory
+    const { client, registry } = options
+    this.#outboxes = new Outboxes(
+      (nodeId) =>
+        new Outbox<OutgoingCall>({
+          giveUpMs: SEND_GIVE_UP_MS,
+          send: async (calls) => {
+            const node = registry.get(nodeId)
+            if (!node || node.state === 'dead') return // placed again by nodeDied
+            await client.sendCalls(node.address, calls)
+          },
+          onGiveUp: (calls, cause) => this.#undeliverable(nodeId, calls, cause),
+        }),
+    )
+  }
+
+  /** Whether some live node could ever run a call with these options. */
+  canPlace(options: TaskSpec['options']): boolean {
+    return capable(this.#registry.alive(), options).length > 0
+  }
+
+  /** Places a new call (its options complete) and sends it; false if no live node can run it. */
+  submit(spec: TaskSpec): boolean {
+    const job: Placed = { spec, attempts: 1, maxRetries: spec.options.maxRetries ?? 3, node: '' }
+    this.#placed.set(spec.id, job)
+    return this.#dispatch(job)
+  }
+
+  /** The call settled: it is no longer in flight. Its attempts so far. */
+  finished(id: string): number | undefined {
+    const job = this.#placed.get(id)
+    this.#placed.delete(id)
+    return job?.attempts
+  }
+
+  /** Forgets a call whose object was freed. */
+  forget(id: string): void {
+    this.#placed.delete(id)
+  }
+
+  /** Calls a leaving node hands back, placed elsewhere as they are. */
+  handBack(ids: readonly string[]): void {
+    for (const id of ids) {
+      const job = this.#placed.get(id)
+      if (job && !this.#dispatch(job)) this.#fail(job, 'NO_CAPACITY', 'no live node is left to run it')
+    }
+  }
+
+  /** Places again, or fails, every call that was on a node that died. */
+  nodeDied(node: ClusterNode): void {
+    this.#outboxes.discard(node.id)
+    for (const job of this.#placed.values()) {
+      if (job.node === node.id) this.#retry(job, `node ${node.id} died while running it`)
+    }
+  }
+
+  /** A call's result was lost on its way here: it runs again, as if its node had died. */
+  lost(id: string, why: string): void {
+    const job = this.#placed.get(id)
+    if (job) this.#retry(job, why)
+  }
+
+  #retry(job: Placed, why: string): void {
+    if (job.attempts > job.maxRetries) {
+      this.#fail(job, 'WORKER_CRASHED', why)
+      return
+    }
+    job.attempts += 1
+    if (!this.#dispatch(job)) this.#fail(job, 'NO_CAPACITY', 'no live node is left to run it')
+  }
+
+  #dispatch(job: Placed): boolean {
+    const node = place(capable(this.#registry.alive(), job.spec.options), (n) =>
+      this.#argumentBytesOn(job.spec, n),
+    )
+    if (!node) return false
+    node.placedSinceBeat += 1
+    job.node = node.id
+    this.#directory.locate(job.spec.id, node.id)
+    this.#outboxes.push(node.id, {
+      id: job.spec.id,
+      fn: job.spec.fn,
+      args: job.spec.args.map((arg) => this.#wireArg(arg, node)),
+      options: job.spec.options,
+    })
+    return true
+  }
+
+  /** Small JSON the head holds goes inline; a ref says where its object is, if not on the target. */
+  #wireArg(arg: TaskArg, target: ClusterNode): WireArg {
+    if (arg.kind !== 'ref') return toWireArg(arg)
+    const value = this.#directory.value(arg.id)
+    if (value?.kind === 'json') return value
+    const holder = this.#directory.lookup(arg.id)?.node
+    const at = holder && holder !== target.id ? this.#registry.get(holder)?.address : undefined
+    return at ? { kind: 'ref', id: arg.id, at } : { kind: 'ref', id: arg.id }
+  }
+
+  #argumentBytesOn(spec: TaskSpec, node: ClusterNode): number {
+    let bytes = 0
+    for (const arg of spec.args) {
+      if (arg.kind !== 'ref') continue
+      const record = this.#directory.lookup(arg.id)
+      if (record?.node === node.id && !record.inline && record.status === 'ready') bytes += record.size
+    }
+    return bytes
+  }
+
+  #fail(job: Placed, code: 'WORKER_CRASHED' | 'NO_CAPACITY', message: string): void {
+    this.#placed.delete(job.spec.id)
+    this.#directory.settle(job.spec.id, { error: { code, message, attempts: job.attempts } })
+  }
+
+  /**
+   * Calls a node could not be given: one that stays unreachable is taken for
+   * dead (its calls are placed again); one that refused them fails them with why.
+   */
+  #undeliverable(nodeId: string, calls: OutgoingCall[], cause: unknown): void {
+    const refused = !isTransient(cause)
+    warn(refused ? 'a node refused calls' : 'a node did not take calls in time', {
+      node: nodeId,
+      calls: calls.length,
+      cause,
+    })
+    if (!refused) {
+      this.#registry.markDead(nodeId)
+      return
+    }
+    const error = serializeError(cause, 'INTERNAL')
+    for (const call of calls) {
+      const job = this.#placed.get(call.id)
+      if (!job || job.node !== nodeId) continue
+      this.#placed.delete(call.id)
+      this.#directory.settle(call.id, { error: { ...error, attempts: job.attempts } })
+    }
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * A node that joins a head (`magpie start --join URL`): its local node
+ * behind the internal API, its membership (joining, heartbeats, joining
+ * again), its reports to the owners of what it runs, stealing from peers,
+ * and a clean leave that hands back queued calls.
+ */
+import { join } from 'node:path'
+import { listen } from '../../node/http/listen.ts'
+import { type FunctionCatalog, LocalNode } from '../../node/node.ts'
+import { argumentIds } from '../../node/task.ts'
+import { serializeError } from '../../sdk/errors.ts'
+import { InternalClient } from '../client.ts'
+import { warn } from '../log.ts'
+import { Outbox, Outboxes } from '../outbox.ts'
+import {
+  canRun,
+  fromWireArg,
+  newNodeId,
+  ownerOf,
+  type SettledReport,
+  type StealRequest,
+  type StolenCall,
+  toWireArg,
+} from '../protocol.ts'
+import { internalApi } from './internal-api.ts'
+import { Membership } from './membership.ts'
+import { Reports } from './reports.ts'
+import { Thief } from './thief.ts'
+
+/** How long a leaving node lets its running calls finish. */
+const LEAVE_GRACE_MS = 30_000
+
+export interface NodeProcessOptions {
+  head: string
+  secret: string
+  /** The functions this node runs. */
+  functions: FunctionCatalog
+  cpus?: number | undefined
+  resources?: Record<string, number> | undefined
+  /** Where to listen (default 127.0.0.1, port 0: a free one). */
+  host?: string | undefined
+  port?: number | undefined
+  /** The URL the head and peers use to reach this node (default: found, see advertisedUrl). */
+  advertiseUrl?: string | undefined
+  objectStoreMemory?: number | undefined
+  spillLimit?: number | undefined
+  /** Values spill to spill/<node id> in it (default: a temporary folder). */
+  stateDir?: string | undefined
+}
+
+export async function startNodeProcess(options: NodeProcessOptions) {
+  const head = options.head.replace(/\/+$/, '')
+  const client = new InternalClient(options.secret)
+  const wantedId = newNodeId()
+  /** Calls the head placed here that a peer stole, by id: the thief's address. */
+  const moved = new Map<string, string>()
+  /** The other nodes' addresses, by id, as the head last told. */
+  const peerAddresses = new Map<string, string>()
+  const node = new LocalNode({
+    id: wantedId,
+    functions: options.functions,
+    ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
+    ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
+    ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
+    ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
+    fetchRemote: (id, at) => client.readObject(id, at),
+    locate: (id) => {
+      const at = moved.get(id)
+      if (at) return at
+      // An id names the node that made it; any other the head can find.
+      const owner = ownerOf(id)
+      if (owner === membership.id) return undefined // made here, and gone
+      return (owner && peerAddresses.get(owner)) || head
+    },
+  })
+  const self = () => ({ id: membership.id, address: membership.address })
+  const reports = new Reports({ node, client, self })
+  /** Owners that copied big results of calls stolen from them, by the thief that keeps the copy. */
+  const releases = new Outboxes<string>(
+    (thief) =>
+      new Outbox<string>({
+        send: (ids) => client.release(thief, ids),
+        // The thief keeps its copy pinned, then: said, so that a leak is never silent.
+        onGiveUp: (ids, cause) =>
+          warn('a thief was not told to let go of results', { thief, results: ids.length, cause }),
+      }),
+  )
+
+  /** Settles an object here with a copy of it from the node at `from`. */
+  const copyFrom = (id: string, from: string) =>
+    client.readObject(id, from).then(
+      (value) => node.store.settle(id, { value }),
+      (err: unknown) => node.store.settle(id, { error: serializeError(err, 'OBJECT_LOST') }),
+    )
+
+  /** A peer with nothing to do takes up to half of the calls queued here. */
+  const steal = (thief: StealRequest): StolenCall[] => {
+    const address = self().address
+    const max = Math.ceil(node.stats().queued / 2)
+    const holds = new Set(thief.holds)
+    const tasks = node.giveAway(max, holds, (t) => canRun(t.options, thief.cpus, thief.resources))
+    return tasks.map((task): StolenCall => {
+      // The result goes to the call's owner straight, never through this node.
+      const owner = reports.ownerOf(task.id) ?? address
+      if (owner !== address) {
+        reports.forget(task.id)
+        // Others may still look for it here, as the head last knew: point them on.
+        moved.set(task.id, thief.address)
+        // Calls here that wait for it keep it pending, and get a copy from the thief.
+        if (node.store.waitedOn(task.id)) copyFrom(task.id, thief.address)
+        else node.store.delete(task.id)
+        // The thief reads them from here; they keep their TTL meanwhile. (If this node
+        // owns the call, its result comes back here, and its pins keep them till then.)
+        for (const id of argumentIds(task)) node.store.seen(id)
+      }
+      const args = task.args.map((a) =>
+        a.kind === 'ref' && !a.at && node.store.has(a.id)
+          ? { kind: 'ref' as const, id: a.id, at: address }
+          : toWireArg(a),
+      )
+      return { id: task.id, fn: task.fn, args, options: task.options, owner }
+    })
+  }
+
+  /** Results of calls a peer stole from here. */
+  const settled = (report: SettledReport) => {
+    for (const o of report.objects) {
+      if (o.status === 'ready' && o.value !== undefined)
+        node.store.settle(o.id, { value: { kind: 'json', text: o.value } })
+      else if (o.status === 'ready') {
+        // Once copied here, the thief's copy is just a copy (kept a while: more calls may want it there).
+        copyFrom(o.id, report.address).then(() => releases.push(report.address, o.id))
+      } else if (o.status === 'lost') {
+        node.store.settle(o.id, {
+          error: {
+            code: 'WORKER_CRASHED',
+            message: `node ${report.node} could not deliver the result`,
+            attempts: o.attempts,
+          },
+        })
+      } else if (o.error) node.store.settle(o.id, { error: o.error, cancelled: o.status === 'cancelled' })
+    }
+  }
+
+  const app = internalApi({
+    node,
+    client,
+    secret: options.secret,
+    ready: () => membership.registered,
+    accepted: (id) => reports.runFor(id, head),
+    movedTo: (id) => moved.get(id),
+    steal,
+    released: (ids) => {
+      for (const id of ids) reports.released(id)
+    },
+    settled,
+  })
+  const host = options.host ?? '127.0.0.1'
+  const server = await listen(app.fetch, options.port ?? 0, host)
+  await node.ready()
+
+  const thief = new Thief({
+    node,
+    client,
+    resources: options.resources ?? {},
+    address: () => self().address,
+    run: (stolen) => {
+      for (const c of stolen) {
+        const spec = { id: c.id, fn: c.fn, args: c.args.map(fromWireArg), options: c.options }
+        if (node.runStolen(spec, c.owner === head)) reports.pinForOwner(c.id)
+        reports.runFor(c.id, c.owner)
+      }
+    },
+  })
+  const membership = new Membership({
+    head,
+    client,
+    id: wantedId,
+    cpus: node.cpus,
+    resources: options.resources ?? {},
+    advertiseUrl: options.advertiseUrl,
+    listening: { host, port: server.port },
+    stats: () => node.stats(),
+    peers: (peers) => {
+      thief.setPeers(peers)
+      peerAddresses.clear()
+      for (const peer of peers) peerAddresses.set(peer.id, peer.address)
+    },
+  })
+
+  let stopping: Promise<void> | undefined
+  return {
+    get id() {
+      return membership.id
+    },
+    /** The URL the head and peers use for this node (known once it has joined). */
+    get address() {
+      return membership.address
+    },
+    /** Where this node listens. */
+    listening: server.url,
+    /** Resolves once the head has taken this node in (it keeps trying until then). */
+    joined: membership.joined,
+    node,
+    /** Leaves the cluster: queued calls go back to the head, running ones finish, then everything stops. */
+    stop(): Promise<void> {
+      stopping ??= (async () => {
+        membership.stop()
+        thief.stop()
+        if (membership.registered) {
+          const handedBack = node.takeBackQueued((id) => reports.ownerOf(id) === head)
+          for (const id of handedBack) reports.forget(id)
+          await client.leave(head, membership.id, handedBack).catch((err: unknown) => {
+            // The head then takes this node for dead once it falls silent, and places them again.
+            warn('the head did not hear this node leave', { calls: handedBack.length, cause: err })
+          })
+          const deadline = Date.now() + LEAVE_GRACE_MS
+          while (node.stats().running > 0 && Date.now() < deadline)
+            await new Promise((r) => setTimeout(r, 50))
+          await Promise.race([
+            Promise.all([reports.drained(), releases.drained()]),
+            new Promise((r) => setTimeout(r, 5000)),
+          ])
+        }
+        await server.close()
+        await node.close()
+      })()
+      return stopping
+    },
+  }
+}
+
+export type NodeProcess = Awaited<ReturnType<typeof startNodeProcess>>

@@ -1,0 +1,132 @@
+/**
+ * A node's reports to the owners of the calls it runs for others: the head
+ * (calls it placed here) or a peer (calls stolen from it). Each result goes
+ * to its owner through that owner's outbox, batched, in order, sent again
+ * while the owner does not answer. A result an owner refuses for good is
+ * reported `lost` instead, so that the owner runs the call again as it would
+ * one of a dead node; one whose owner stays away is given up with a warning
+ * (a head that silent has taken this node for dead and placed its calls again;
+ * a peer that silent is dead, with what it owned).
+ */
+import type { LocalNode } from '../../node/node.ts'
+import type { ObjectEntry } from '../../node/store/object-store.ts'
+import { JSON_TYPE } from '../../sdk/codec.ts'
+import { type InternalClient, isTransient } from '../client.ts'
+import { warn } from '../log.ts'
+import { Outbox, Outboxes } from '../outbox.ts'
+import { INLINE_MAX, type Settled } from '../protocol.ts'
+
+export interface ReportsOptions {
+  node: LocalNode
+  client: InternalClient
+  /** This node's id and address, as its reports name it. */
+  self(): { id: string; address: string }
+}
+
+export class Reports {
+  readonly #node: LocalNode
+  /** Calls run here for someone else, by id: the URL of their owner. */
+  readonly #owners = new Map<string, string>()
+  /** Results of stolen calls kept here for their owner, until it has them. */
+  readonly #pinnedForOwner = new Set<string>()
+  readonly #outboxes: Outboxes<Settled>
+
+  constructor(options: ReportsOptions) {
+    const { node, client, self } = options
+    this.#node = node
+    this.#outboxes = new Outboxes(
+      (owner) =>
+        new Outbox<Settled>({
+          send: (objects) => {
+            const me = self()
+            return client.report(owner, { node: me.id, address: me.address, objects })
+          },
+          onGiveUp: (objects, cause) => this.#undeliverable(owner, objects, cause),
+        }),
+    )
+  }
+
+  /** The call `id` runs here for `owner`: its result is reported there when it settles. */
+  runFor(id: string, owner: string): void {
+    this.#owners.set(id, owner)
+    this.#node.store.onSettled(id, (entry) => this.#report(id, entry))
+  }
+
+  /** Its result is kept here, pinned, until its owner has it. */
+  pinForOwner(id: string): void {
+    this.#pinnedForOwner.add(id)
+  }
+
+  ownerOf(id: string): string | undefined {
+    return this.#owners.get(id)
+  }
+
+  /** The call leaves this node (stolen, or handed back): its result is no longer this node's to report. */
+  forget(id: string): void {
+    this.#owners.delete(id)
+  }
+
+  /** The owner of a stolen call has copied its big result: the copy here is a copy like any other. */
+  released(id: string): void {
+    if (this.#pinnedForOwner.delete(id)) this.#node.keepAsCopy(id)
+  }
+
+  /** Resolves once every report is sent or given up. */
+  drained(): Promise<void> {
+    return this.#outboxes.drained()
+  }
+
+  #report(id: string, entry: ObjectEntry | undefined): void {
+    const to = this.#owners.get(id)
+    this.#owners.delete(id)
+    if (!to || !entry) return
+    const settled = this.#settledOf(id, entry)
+    this.#outboxes.push(to, settled)
+    // The ids in a value sent away keep their TTL here.
+    if (settled.value !== undefined) this.#node.store.seenInside(id)
+    // Once the report carries all of it, this node's copy is not needed.
+    // (A big value stays pinned until the owner has copied it: see released.)
+    if (this.#pinnedForOwner.has(id) && (settled.value !== undefined || settled.status !== 'ready')) {
+      this.#pinnedForOwner.delete(id)
+      this.#node.store.unpin(id)
+    }
+  }
+
+  #settledOf(id: string, entry: ObjectEntry): Settled {
+    const status = entry.status === 'ready' || entry.status === 'cancelled' ? entry.status : 'failed'
+    const settled: Settled = {
+      id,
+      status,
+      size: entry.size,
+      contentType: entry.contentType,
+      attempts: entry.attempts,
+    }
+    if (entry.error) settled.error = entry.error
+    if (entry.status === 'ready' && entry.contentType === JSON_TYPE && entry.size <= INLINE_MAX) {
+      // On its way out: read from disk if spilled, not brought back into memory.
+      const value = this.#node.store.value(id, false)
+      if (value?.kind === 'json') settled.value = value.text
+    }
+    return settled
+  }
+
+  #undeliverable(owner: string, objects: Settled[], cause: unknown): void {
+    const refused = !isTransient(cause)
+    warn(refused ? 'an owner refused results' : 'results could not reach their owner', {
+      owner,
+      results: objects.length,
+      cause,
+    })
+    if (!refused) return
+    // Told without the values that may have been the trouble: the owner runs them again.
+    const lost = objects.filter((o) => o.status !== 'lost')
+    for (const o of lost)
+      this.#outboxes.push(owner, {
+        id: o.id,
+        status: 'lost',
+        size: 0,
+        contentType: null,
+        attempts: o.attempts,
+      })
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Responses with values as they are stored: bytes written to Node's socket
+ * without a copy, files and peer bodies streamed with backpressure, and
+ * errors as the contract's JSON. Shared by the gateway and the nodes' internal API.
+ */
+import { createReadStream } from 'node:fs'
+import { ServerResponse } from 'node:http'
+import { Readable } from 'node:stream'
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response'
+import type { Context } from 'hono'
+import { BYTES_TYPE, JSON_TYPE } from '../../sdk/codec.ts'
+import { ERROR_STATUS, type SerializedError } from '../../sdk/errors.ts'
+import type { SpilledFile } from '../store/spill.ts'
+
+/** Shared memory is copied into a response this many bytes at a time. */
+const CHUNK_BYTES = 1024 * 1024
+/** Values on disk at least this big are streamed from their file rather than read in first. */
+export const STREAM_FROM_DISK_BYTES = 1024 * 1024
+
+/** Node's response object, when the request came through Node's server and nothing was sent yet. */
+function socketResponse(c: Context | undefined): ServerResponse | undefined {
+  const outgoing = (c?.env as { outgoing?: unknown } | undefined)?.outgoing
+  return outgoing instanceof ServerResponse && !outgoing.headersSent ? outgoing : undefined
+}
+
+/** A response with bytes streamed from part of an open file, which it closes. */
+export function fileResponse(
+  c: Context | undefined,
+  file: SpilledFile,
+  headers: Record<string, string> = {},
+): Response {
+  const stream = createReadStream('', {
+    fd: file.fd,
+    start: file.offset,
+    end: file.offset + file.length - 1,
+    highWaterMark: CHUNK_BYTES,
+  })
+  return streamResponse(c, stream, {
+    'content-type': file.kind === 'json' ? JSON_TYPE : BYTES_TYPE,
+    'content-length': String(file.length),
+    ...headers,
+  })
+}
+
+/** A 200 whose body is `stream`, written to Node's socket as it comes (with backpressure) where there is one. */
+export function streamResponse(
+  c: Context | undefined,
+  stream: Readable,
+  headers: Record<string, string>,
+): Response {
+  const outgoing = socketResponse(c)
+  if (outgoing) {
+    outgoing.writeHead(200, headers)
+    stream.pipe(outgoing)
+    stream.on('error', () => outgoing.destroy())
+    outgoing.on('close', () => stream.destroy())
+    return RESPONSE_ALREADY_SENT
+  }
+  return new Response(Readable.toWeb(stream) as ReadableStream<Uint8Array>, { headers })
+}
+
+/**
+ * A response with raw bytes. On Node's HTTP server they are written to the
+ * socket straight from where they are stored, shared memory included: no
+ * copy. Elsewhere (a Response body cannot be shared memory) big shared values
+ * are streamed out a chunk at a time, so that answering never holds a second
+ * whole copy of them.
+ */
+export function bytesResponse(
+  c: Context | undefined,
+  bytes: Uint8Array,
+  headers: Record<string, string> = {},
+): Response {
+  const all = { 'content-type': BYTES_TYPE, 'content-length': String(bytes.byteLength), ...headers }
+  const outgoing = socketResponse(c)
+  if (outgoing) {
+    outgoing.writeHead(200, all)
+    outgoing.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+    return RESPONSE_ALREADY_SENT
+  }
+  if (!(bytes.buffer instanceof SharedArrayBuffer))
+    return new Response(bytes as Uint8Array<ArrayBuffer>, { headers: all })
+  if (bytes.byteLength <= CHUNK_BYTES) return new Response(new Uint8Array(bytes), { headers: all })
+  let offset = 0
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const end = Math.min(offset + CHUNK_BYTES, bytes.byteLength)
+      controller.enqueue(bytes.slice(offset, end))
+      offset = end
+      if (offset === bytes.byteLength) controller.close()
+    },
+  })
+  return new Response(body, { headers: all })
+}
+
+export function errorResponse(error: SerializedError, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ error }), {
+    status: ERROR_STATUS[error.code] ?? 500,
+    headers: { 'content-type': JSON_TYPE, ...headers },
+  })
+}
