@@ -1,38 +1,29 @@
 /**
- * A node: the local scheduler and object store on the main thread, and one
- * worker thread per CPU running the functions. Tasks wait here until their
- * top-level `$ref` arguments are ready, then go to a worker deque; workers are
- * handed work while they have room in their CPU slot, plus a little prefetch.
+ * A node, assembled: the object store and the local scheduler on the main
+ * thread, one worker thread per CPU running the functions, and what enters
+ * and leaves it from outside: calls submitted, calls given to or taken from
+ * other nodes, objects freed, its counters. The parts live beside it:
+ * task-runner.ts (a task's life), dispatcher.ts (handing tasks to workers),
+ * worker-requests.ts (what workers ask), worker-pool.ts (the threads and
+ * their handles), remote-objects.ts (copies from other nodes).
  */
 import { mkdtempSync } from 'node:fs'
 import { availableParallelism, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
-import { type EncodedValue, sizeOf } from '../sdk/codec.ts'
-import { FunctionNotFoundError, type SerializedError, serializeError } from '../sdk/errors.ts'
-import type { CallOptions } from '../sdk/types.ts'
+import type { EncodedValue } from '../sdk/codec.ts'
+import { FunctionNotFoundError } from '../sdk/errors.ts'
+import { Dispatcher } from './dispatcher.ts'
 import { MemoryPressure } from './memory-pressure.ts'
 import { NodeCounters } from './node-counters.ts'
+import { RemoteObjects } from './remote-objects.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
 import { ObjectStore } from './store/object-store.ts'
 import { SpillStore } from './store/spill.ts'
-import {
-  argumentIds,
-  argumentProblem,
-  lostArgument,
-  makeTask,
-  refArguments,
-  type Task,
-  type TaskSpec,
-} from './task.ts'
-import type { FromWorker, Outcome } from './worker/messages.ts'
-import { WorkerHandle } from './worker/worker-handle.ts'
-
-/** What a node needs to know of the deployed functions. */
-export interface FunctionCatalog {
-  get(name: string): { url: string; config: CallOptions } | undefined
-  names(): string[]
-  onChange(listener: () => void): () => void
-}
+import { type FunctionCatalog, makeTask, type Task, type TaskSpec } from './task.ts'
+import { TaskRunner } from './task-runner.ts'
+import type { WorkerHandle } from './worker/worker-handle.ts'
+import { WorkerPool } from './worker-pool.ts'
+import { WorkerRequests } from './worker-requests.ts'
 
 export interface NodeOptions {
   functions: FunctionCatalog
@@ -59,7 +50,7 @@ export interface NodeOptions {
   locate?: (id: string) => string | undefined
 }
 
-export type { TaskSpec } from './task.ts'
+export type { FunctionCatalog, TaskSpec } from './task.ts'
 
 export interface NodeStats {
   cpus: number
@@ -86,38 +77,17 @@ export interface NodeStats {
   fetched: { count: number; bytes: number }
 }
 
-/**
- * Prefetch: a worker is handed work beyond its CPU slot, so that it never
- * waits a message round trip for the next call: always one call more, and more
- * while the work handed to it is expected to take under this many ms (tiny
- * calls then travel by the hundred). Prefetched work cannot be stolen, so
- * this stays small.
- */
-const PREFETCH_MS = 2
-const PREFETCH_MAX = 256
-/** How long a worker has to answer a ping after a call ran out of time, before it is replaced. */
-const UNRESPONSIVE_MS = 1000
-/** How long a copy of another node's object stays here after the last task that took it (its owner keeps the object). */
-const COPY_TTL_MS = 10_000
-
 export class LocalNode {
   readonly store: ObjectStore
   readonly cpus: number
   readonly #functions: FunctionCatalog
   readonly #scheduler: WorkScheduler<Task>
-  readonly #workers: WorkerHandle[] = []
-  /** Tasks handed to workers, by result id. */
-  readonly #running = new Map<string, Task>()
   readonly #counters = new NodeCounters()
-  readonly #fetchRemote: NodeOptions['fetchRemote']
-  readonly #locate: NodeOptions['locate']
-  readonly #idPrefix: string
-  readonly #capacity: number
+  readonly #pool: WorkerPool
+  readonly #dispatcher: Dispatcher
+  readonly #tasks: TaskRunner
+  readonly #remote: RemoteObjects
   readonly #ttlMs: number
-  readonly #pressure: MemoryPressure
-  #dispatchQueued = false
-  #closing = false
-  #offFunctions: () => void
 
   constructor(options: NodeOptions) {
     const cpus = options.cpus ?? availableParallelism()
@@ -128,55 +98,70 @@ export class LocalNode {
     const ttlS = options.ttlS ?? 3600
     if (!(ttlS > 0)) throw new TypeError('options.ttlS must be a positive number')
     this.cpus = cpus
-    this.#capacity = 1 + prefetch
     this.#ttlMs = ttlS * 1000
     this.#functions = options.functions
-    this.#fetchRemote = options.fetchRemote
-    this.#locate = options.locate
-    this.#idPrefix = options.id === undefined ? '' : `${options.id}_`
     this.#scheduler = new WorkScheduler<Task>(cpus)
     const memoryBytes = options.objectStoreMemory ?? Math.floor(totalmem() * 0.3)
-    this.#pressure = new MemoryPressure({
+    const pressure = new MemoryPressure({
       storeBytes: memoryBytes,
       inMemory: () => this.store.memoryBytes,
-      collectWorkers: (which) => {
-        for (const w of this.#workers) if (which === 'all' || w.holds.size > 0) w.send({ type: 'collect' })
-      },
+      collectWorkers: (which) => this.#pool.collect(which),
     })
     this.store = new ObjectStore({
       maxBytes: memoryBytes,
       ttlMs: this.#ttlMs,
-      released: (bytes) => this.#pressure.released(bytes),
+      released: (bytes) => pressure.released(bytes),
       spill: new SpillStore({
         dir: options.spillDir ?? mkdtempSync(join(tmpdir(), 'magpie-spill-')),
         limitBytes: options.spillLimit ?? Number.POSITIVE_INFINITY,
       }),
     })
-    for (let i = 0; i < cpus; i++) this.#workers.push(this.#spawn(i))
-    this.#offFunctions = options.functions.onChange(() => {
-      const { names, urls } = this.#catalog()
-      for (const w of this.#workers) w.send({ type: 'functions', names, urls })
+    const store = this.store
+    const counters = this.#counters
+    this.#remote = new RemoteObjects({
+      store,
+      counters,
+      fetchRemote: options.fetchRemote,
+      locate: options.locate,
+    })
+    this.#tasks = new TaskRunner({
+      store,
+      counters,
+      remote: this.#remote,
+      pressure,
+      dispatcher: () => this.#dispatcher,
+    })
+    const requests = new WorkerRequests({
+      store,
+      counters,
+      pressure,
+      remote: this.#remote,
+      tasks: this.#tasks,
+      pool: () => this.#pool,
+      dispatcher: () => this.#dispatcher,
+      submit: (spec, from) => this.submit(spec, from),
+    })
+    this.#pool = new WorkerPool({
+      cpus,
+      idPrefix: options.id === undefined ? '' : `${options.id}_`,
+      functions: options.functions,
+      store,
+      messages: (worker, batch) => requests.handle(worker, batch),
+      crashed: (worker, error) => this.#tasks.crashed(worker, error),
+      replaced: () => this.#dispatcher.soon(),
+    })
+    this.#dispatcher = new Dispatcher({
+      scheduler: this.#scheduler,
+      pool: this.#pool,
+      prefetch,
+      run: (worker, task) => this.#tasks.run(worker, task),
+      wanted: (task) => store.has(task.id),
     })
   }
 
   /** Resolves once every worker thread is up. */
-  async ready(): Promise<void> {
-    await Promise.all(this.#workers.map((w) => w.online))
-  }
-
-  #catalog(): { names: string[]; urls: string[] } {
-    const names = this.#functions.names()
-    return { names, urls: names.flatMap((n) => this.#functions.get(n)?.url ?? []) }
-  }
-
-  #spawn(index: number): WorkerHandle {
-    return new WorkerHandle(
-      { index, idPrefix: this.#idPrefix, ...this.#catalog() },
-      {
-        messages: (handle, batch) => this.#onMessages(handle, batch),
-        exit: (handle, error) => this.#onExit(handle, error),
-      },
-    )
+  ready(): Promise<void> {
+    return this.#pool.ready()
   }
 
   /**
@@ -186,372 +171,26 @@ export class LocalNode {
    * function makes one its worker holds, freed once nothing needs it.
    */
   submit(spec: TaskSpec, from?: WorkerHandle): boolean {
-    const record = this.#functions.get(spec.fn)
-    if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
-    const task = makeTask(spec, record, from?.index)
-    const ttlS = task.options.ttlS
-    const created = this.store.create(spec.id, spec.fn, {
-      ttlMs: ttlS === undefined ? this.#ttlMs : ttlS * 1000,
-      visible: from === undefined,
-    })
-    if (!created) return false
-    if (from) this.#hold(from, spec.id)
-    this.#start(task)
+    const task = this.#task(spec, from?.index)
+    if (!this.#create(task, from === undefined)) return false
+    if (from) this.#pool.hold(from, spec.id)
+    this.#tasks.start(task)
     return true
   }
 
-  /** Waits for the task's arguments, which it pins until it settles. */
-  #start(task: Task): void {
-    this.#whenArgsReady(task)
-    this.store.holdArguments(task.id, argumentIds(task))
+  #task(spec: TaskSpec, origin?: number): Task {
+    const record = this.#functions.get(spec.fn)
+    if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
+    return makeTask(spec, record, origin)
   }
 
-  /** A worker holds a handle to the object: it stays while the worker does. */
-  #hold(worker: WorkerHandle, id: string): void {
-    if (!worker.holds.has(id) && this.store.pin(id)) worker.holds.add(id)
-  }
-
-  #release(worker: WorkerHandle, id: string): void {
-    if (worker.holds.delete(id)) this.store.unpin(id)
-  }
-
-  /** Queues the task once its top-level refs are ready; fails it if one failed or is gone. */
-  #whenArgsReady(task: Task): void {
-    const refs = refArguments(task)
-    let missing = refs.length
-    if (missing === 0) {
-      this.#enqueue(task)
-      return
-    }
-    let failed = false
-    for (const id of refs) {
-      if (!this.store.has(id)) {
-        const given = task.args.find((a) => a.kind === 'ref' && a.id === id && a.at) as
-          | { at?: string }
-          | undefined
-        const at = given?.at ?? this.#locate?.(id)
-        if (at) this.#fetchCopy(id, at)
-      }
-      this.store.onSettled(id, (entry) => {
-        if (failed) return
-        const problem = argumentProblem(id, entry)
-        if (problem) {
-          failed = true
-          this.#settle(task, { error: problem })
-        } else if (--missing === 0) {
-          this.#enqueue(task)
-        }
-      })
-    }
-  }
-
-  /** Starts fetching a copy of a remote object; its entry is pending meanwhile, so tasks wait for it. */
-  #fetchCopy(id: string, at: string): void {
-    // A copy: kept a while for more tasks that take it, dropped rather than spilled when memory is short.
-    const fetchRemote = this.#fetchRemote
-    if (!fetchRemote || !this.store.create(id, null, { cached: true, visible: true, ttlMs: COPY_TTL_MS }))
-      return
-    fetchRemote(id, at).then(
-      (value) => {
-        this.#counters.fetched.count += 1
-        this.#counters.fetched.bytes += sizeOf(value)
-        this.store.settle(id, { value })
-      },
-      (err: unknown) => this.store.settle(id, { error: serializeError(err, 'OBJECT_LOST') }),
-    )
-  }
-
-  #enqueue(task: Task): void {
-    if (!this.store.has(task.id)) return // freed before it could run
-    this.#scheduler.push(
-      task,
-      task.origin,
-      this.#workers.map((w) => w.load),
-    )
-    this.#queueDispatch()
-  }
-
-  /**
-   * Dispatches once the event loop has taken in everything that is ready (all
-   * requests and worker messages of this turn), so that workers get batches.
-   */
-  #queueDispatch(): void {
-    if (this.#dispatchQueued) return
-    this.#dispatchQueued = true
-    setImmediate(() => {
-      this.#dispatchQueued = false
-      this.#dispatch()
+  /** The task's object, with its TTL; false if the id is taken. */
+  #create(task: Task, visible: boolean): boolean {
+    const ttlS = task.options.ttlS
+    return this.store.create(task.id, task.fn, {
+      ttlMs: ttlS === undefined ? this.#ttlMs : ttlS * 1000,
+      visible,
     })
-  }
-
-  /**
-   * Hands queued tasks to workers: first one to every worker with a free CPU
-   * slot (own deque first, else stolen), so that no worker idles while another
-   * prefetches; then prefetch, each worker at most its fair share of the queue.
-   */
-  #dispatch(): void {
-    for (let given = true; given && this.#scheduler.queued > 0; ) {
-      given = false
-      for (const worker of this.#workers) {
-        if (!worker.alive || worker.load >= 1 - 1e-9) continue
-        const task = this.#scheduler.take(worker.index)
-        if (!task) return
-        this.#run(worker, task)
-        given = true
-      }
-    }
-    const share = Math.ceil(this.#scheduler.queued / this.#workers.length)
-    for (const worker of this.#workers) {
-      for (let taken = 0; taken < share && worker.alive && this.#wantsPrefetch(worker); taken++) {
-        const task = this.#scheduler.take(worker.index)
-        if (!task) return
-        this.#run(worker, task)
-      }
-    }
-  }
-
-  #wantsPrefetch(worker: WorkerHandle): boolean {
-    if (worker.load < this.#capacity - 1e-9) return true
-    return worker.expectedMs < PREFETCH_MS && worker.assigned.size < PREFETCH_MAX
-  }
-
-  #run(worker: WorkerHandle, task: Task): void {
-    const args: EncodedValue[] = []
-    for (const arg of task.args) {
-      if (arg.kind !== 'ref') {
-        args.push(arg)
-        continue
-      }
-      const problem = argumentProblem(arg.id, this.store.lookup(arg.id))
-      const value = problem ? undefined : this.store.value(arg.id)
-      if (!value) {
-        this.#settle(task, { error: problem ?? lostArgument(arg.id) })
-        return
-      }
-      args.push(value)
-    }
-    this.#counters.crossing(args)
-    task.attempts += 1
-    this.store.markRunning(task.id, task.attempts)
-    worker.assign({
-      id: task.id,
-      weight: task.weight,
-      expectedMs: this.#counters.expectedMs(task.fn),
-      waiting: 0,
-    })
-    this.#running.set(task.id, task)
-    worker.send({
-      type: 'run',
-      task: {
-        id: task.id,
-        fn: task.fn,
-        url: task.url,
-        args,
-        weight: task.weight,
-        ...(task.options.timeoutMs ? { timed: true as const } : {}),
-      },
-    })
-  }
-
-  #onMessages(worker: WorkerHandle, batch: FromWorker[]): void {
-    for (const message of batch) {
-      switch (message.type) {
-        case 'submit':
-          this.#counters.crossing(message.args)
-          this.#submitNested(worker, message)
-          break
-        case 'put':
-          this.#counters.crossing([message.value])
-          this.#put(worker, message.id, message.value)
-          break
-        case 'hold':
-          this.#hold(worker, message.id)
-          break
-        case 'release':
-          this.#release(worker, message.id)
-          break
-        case 'done':
-          if ('value' in message.outcome) this.#counters.crossing([message.outcome.value])
-          this.#done(worker, message.id, message.outcome, message.ms)
-          break
-        case 'get':
-          this.#get(worker, message)
-          break
-        case 'wait':
-          this.#wait(worker, message)
-          break
-        case 'started':
-          this.#startClock(worker, message.id)
-          break
-        case 'pong':
-          worker.answered(message.req)
-          break
-      }
-    }
-    this.#queueDispatch()
-  }
-
-  #submitNested(worker: WorkerHandle, message: Extract<FromWorker, { type: 'submit' }>): void {
-    const { id, fn, args, options } = message
-    try {
-      this.submit({ id, fn, args, options }, worker)
-    } catch (err) {
-      // The function vanished between the call and now: its result says so.
-      this.store.create(id, fn)
-      this.#hold(worker, id)
-      this.store.settle(id, { error: { code: 'FUNCTION_NOT_FOUND', message: (err as Error).message } })
-    }
-  }
-
-  /** A put from inside a function: its worker holds it; with no room left it fails with OBJECT_STORE_FULL. */
-  #put(worker: WorkerHandle, id: string, value: EncodedValue): void {
-    if (!this.store.create(id, null)) return
-    this.#hold(worker, id)
-    this.store.settle(id, { value })
-    this.#pressure.filled()
-  }
-
-  /** Starts the call's time limit once its worker starts it. */
-  #startClock(worker: WorkerHandle, id: string): void {
-    const task = this.#running.get(id)
-    const limit = task?.options.timeoutMs
-    if (!task || !limit) return
-    task.timer = setTimeout(() => this.#timedOut(worker, task, limit), limit)
-  }
-
-  /**
-   * Fails a call that ran too long and tells its worker to forget it. A worker
-   * stuck in synchronous code cannot even answer a ping: it is replaced.
-   */
-  #timedOut(worker: WorkerHandle, task: Task, limit: number): void {
-    if (this.#running.get(task.id) !== task) return
-    this.#running.delete(task.id)
-    worker.release(task.id)
-    this.#settle(task, {
-      error: {
-        code: 'FUNCTION_TIMEOUT',
-        message: `${task.fn} ran past its ${limit} ms limit`,
-        attempts: task.attempts,
-      },
-    })
-    worker.send({ type: 'abandon', id: task.id })
-    worker.probe(UNRESPONSIVE_MS, () => worker.terminate())
-    this.#queueDispatch()
-  }
-
-  #done(worker: WorkerHandle, id: string, outcome: Outcome, ms: number): void {
-    const task = this.#running.get(id)
-    if (!task) return // abandoned after its time limit
-    this.#counters.ranFor(task.fn, ms)
-    worker.release(id)
-    this.#running.delete(id)
-    clearTimeout(task.timer)
-    if (
-      'error' in outcome &&
-      task.retryExceptions &&
-      task.attempts <= task.maxRetries &&
-      this.store.has(id)
-    ) {
-      this.#scheduler.requeue(task)
-      return
-    }
-    if ('error' in outcome) outcome.error.attempts = task.attempts
-    this.#settle(task, outcome)
-    if ('value' in outcome) this.#pressure.filled()
-  }
-
-  /** Finishes a task's object, and counts the outcome per function. */
-  #settle(task: Task, outcome: Outcome): void {
-    this.#counters.outcome(task.fn, 'error' in outcome)
-    this.store.settle(task.id, outcome)
-  }
-
-  #get(worker: WorkerHandle, message: Extract<FromWorker, { type: 'get' }>): void {
-    const unique = [...new Set(message.ids)]
-    this.#fetchMissing(unique)
-    const reply = (settled: string[]) => {
-      const done = new Set(settled)
-      const results = message.ids.map((id): Outcome => {
-        if (!done.has(id))
-          return { error: { code: 'GET_TIMEOUT', message: `object ${id} not ready in time` } }
-        const entry = this.store.lookup(id)
-        const value = entry?.status === 'ready' ? this.store.value(id) : undefined
-        return value ? { value } : { error: argumentProblem(id, entry) ?? lostArgument(id) }
-      })
-      for (const r of results) if ('value' in r) this.#counters.crossing([r.value])
-      worker.send({ type: 'values', req: message.req, results })
-    }
-    this.#whenSettled(worker, message.task, unique, unique.length, message.timeoutMs, reply)
-  }
-
-  /** Starts fetching copies of the objects a function asks for that are held elsewhere in the cluster. */
-  #fetchMissing(ids: readonly string[]): void {
-    if (!this.#locate) return
-    for (const id of ids) {
-      if (this.store.has(id)) continue
-      const at = this.#locate(id)
-      if (at) this.#fetchCopy(id, at)
-    }
-  }
-
-  #wait(worker: WorkerHandle, message: Extract<FromWorker, { type: 'wait' }>): void {
-    this.#fetchMissing(message.ids)
-    this.#whenSettled(worker, message.task, message.ids, message.numReturns, message.timeoutMs, (ready) =>
-      worker.send({ type: 'waited', req: message.req, ready }),
-    )
-  }
-
-  /** Calls `then` when `count` of `ids` settle; the task's CPU share is free while it waits. */
-  #whenSettled(
-    worker: WorkerHandle,
-    taskId: string | null,
-    ids: string[],
-    count: number,
-    timeoutMs: number | null,
-    then: (settled: string[]) => void,
-  ): void {
-    const limit = timeoutMs ?? Number.POSITIVE_INFINITY
-    const waiting = this.store.waitAny(ids, count, 0)
-    waiting.then((now) => {
-      if (now.length >= count || limit <= 0) {
-        then(now)
-        return
-      }
-      if (taskId) worker.block(taskId)
-      this.#queueDispatch()
-      this.store.waitAny(ids, count, limit).then((settled) => {
-        if (taskId) worker.unblock(taskId)
-        then(settled)
-      })
-    })
-  }
-
-  #onExit(worker: WorkerHandle, error: Error | undefined): void {
-    if (this.#closing) return
-    const reason = error ? `${error.name}: ${error.message}` : 'the worker thread exited'
-    for (const id of worker.assigned.keys()) {
-      const task = this.#running.get(id)
-      this.#running.delete(id)
-      if (!task) continue
-      clearTimeout(task.timer)
-      if (task.attempts <= task.maxRetries) {
-        this.#scheduler.requeue(task)
-      } else {
-        const crash: SerializedError = {
-          code: 'WORKER_CRASHED',
-          name: error?.name ?? 'WorkerCrashed',
-          message: reason,
-          attempts: task.attempts,
-        }
-        this.#settle(task, { error: crash })
-      }
-    }
-    // Handles die with their thread.
-    for (const id of worker.holds) this.store.unpin(id)
-    worker.holds.clear()
-    const replacement = this.#spawn(worker.index)
-    this.#workers[worker.index] = replacement
-    replacement.online.then(() => this.#queueDispatch())
   }
 
   /**
@@ -589,16 +228,9 @@ export class LocalNode {
    */
   runStolen(spec: TaskSpec, visible: boolean): boolean {
     this.#counters.stolen.in += 1
-    const record = this.#functions.get(spec.fn)
-    if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
-    const task = makeTask(spec, record)
-    const ttlS = task.options.ttlS
-    const created = this.store.create(spec.id, spec.fn, {
-      ttlMs: ttlS === undefined ? this.#ttlMs : ttlS * 1000,
-      visible,
-    })
-    const pinned = created && !visible && this.store.pin(spec.id)
-    this.#start(task)
+    const task = this.#task(spec)
+    const pinned = this.#create(task, visible) && !visible && this.store.pin(spec.id)
+    this.#tasks.start(task)
     return pinned
   }
 
@@ -608,8 +240,7 @@ export class LocalNode {
    * first when memory is short).
    */
   keepAsCopy(id: string): void {
-    this.store.makeCopy(id, COPY_TTL_MS)
-    this.store.unpin(id)
+    this.#remote.keepAsCopy(id)
   }
 
   /** Frees an object; a queued task making it is dropped. */
@@ -621,11 +252,9 @@ export class LocalNode {
 
   stats(): NodeStats {
     const objects = this.store.stats()
-    let running = 0
-    for (const w of this.#workers) running += w.assigned.size
     return {
       cpus: this.cpus,
-      running,
+      running: this.#pool.running,
       queued: this.#scheduler.queued,
       steals: this.#scheduler.steals,
       objects: {
@@ -645,9 +274,7 @@ export class LocalNode {
   }
 
   async close(): Promise<void> {
-    this.#closing = true
-    this.#offFunctions()
-    await Promise.all(this.#workers.map((w) => w.terminate()))
+    await this.#pool.close()
     this.store.close()
   }
 }

@@ -5,6 +5,13 @@ import type { CallOptions } from '../sdk/types.ts'
 import { type ObjectEntry, refsInJson } from './store/object-store.ts'
 import type { TaskArg } from './worker/messages.ts'
 
+/** What a node needs to know of the deployed functions. */
+export interface FunctionCatalog {
+  get(name: string): { url: string; config: CallOptions } | undefined
+  names(): string[]
+  onChange(listener: () => void): () => void
+}
+
 /** A call as submitted, to the gateway or from inside a function. */
 export interface TaskSpec {
   id: string

@@ -1,0 +1,101 @@
+/**
+ * Handing queued tasks to worker threads: every worker with a free CPU slot
+ * gets one first (from its own deque, else stolen from another's), then
+ * workers prefetch a little beyond their slot, so that none waits a message
+ * round trip for its next call. Dispatch runs once per turn of the event
+ * loop, after everything ready in it was taken in, so that workers get batches.
+ */
+import type { WorkScheduler } from './scheduler/scheduler.ts'
+import type { Task } from './task.ts'
+import type { WorkerHandle } from './worker/worker-handle.ts'
+import type { WorkerPool } from './worker-pool.ts'
+
+/**
+ * Prefetch: always one call more, and more while the work handed to a worker
+ * is expected to take under this many ms (tiny calls then travel by the
+ * hundred). Prefetched work cannot be stolen, so this stays small.
+ */
+const PREFETCH_MS = 2
+const PREFETCH_MAX = 256
+
+export interface DispatcherOptions {
+  scheduler: WorkScheduler<Task>
+  pool: WorkerPool
+  /** Tasks handed to a worker beyond its CPU slot. */
+  prefetch: number
+  /** Starts a task on a worker. */
+  run(worker: WorkerHandle, task: Task): void
+  /** Whether the task is still wanted (its object was not freed meanwhile). */
+  wanted(task: Task): boolean
+}
+
+export class Dispatcher {
+  readonly #scheduler: WorkScheduler<Task>
+  readonly #pool: WorkerPool
+  readonly #capacity: number
+  readonly #run: (worker: WorkerHandle, task: Task) => void
+  readonly #wanted: (task: Task) => boolean
+  #queued = false
+
+  constructor(options: DispatcherOptions) {
+    this.#scheduler = options.scheduler
+    this.#pool = options.pool
+    this.#capacity = 1 + options.prefetch
+    this.#run = options.run
+    this.#wanted = options.wanted
+  }
+
+  /** Queues a task whose arguments are ready, near the worker whose task made it. */
+  enqueue(task: Task): void {
+    if (!this.#wanted(task)) return // freed before it could run
+    this.#scheduler.push(task, task.origin, this.#pool.loads())
+    this.soon()
+  }
+
+  /** Queues a task again (a retry), ahead of its turn. */
+  requeue(task: Task): void {
+    this.#scheduler.requeue(task)
+  }
+
+  /** Dispatches once the event loop has taken in everything that is ready. */
+  soon(): void {
+    if (this.#queued) return
+    this.#queued = true
+    setImmediate(() => {
+      this.#queued = false
+      this.#dispatch()
+    })
+  }
+
+  /**
+   * First one task to every worker with a free CPU slot, so that no worker
+   * idles while another prefetches; then prefetch, each worker at most its
+   * fair share of the queue.
+   */
+  #dispatch(): void {
+    const workers = this.#pool.workers
+    for (let given = true; given && this.#scheduler.queued > 0; ) {
+      given = false
+      for (const worker of workers) {
+        if (!worker.alive || worker.load >= 1 - 1e-9) continue
+        const task = this.#scheduler.take(worker.index)
+        if (!task) return
+        this.#run(worker, task)
+        given = true
+      }
+    }
+    const share = Math.ceil(this.#scheduler.queued / workers.length)
+    for (const worker of workers) {
+      for (let taken = 0; taken < share && worker.alive && this.#wantsPrefetch(worker); taken++) {
+        const task = this.#scheduler.take(worker.index)
+        if (!task) return
+        this.#run(worker, task)
+      }
+    }
+  }
+
+  #wantsPrefetch(worker: WorkerHandle): boolean {
+    if (worker.load < this.#capacity - 1e-9) return true
+    return worker.expectedMs < PREFETCH_MS && worker.assigned.size < PREFETCH_MAX
+  }
+}

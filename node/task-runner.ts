@@ -1,0 +1,197 @@
+/**
+ * A task's life on a node: it waits until its top-level `$ref` arguments are
+ * ready (pinning them until it settles), is queued, runs on a worker with its
+ * arguments resolved to values, and settles with its outcome, or is run
+ * again: after a throw if `retryExceptions`, after its worker died, both up to
+ * `maxRetries`. A call past its `timeoutMs` fails, and a worker that will not
+ * even answer a ping then is replaced.
+ */
+import type { EncodedValue } from '../sdk/codec.ts'
+import type { SerializedError } from '../sdk/errors.ts'
+import type { Dispatcher } from './dispatcher.ts'
+import type { MemoryPressure } from './memory-pressure.ts'
+import type { NodeCounters } from './node-counters.ts'
+import type { RemoteObjects } from './remote-objects.ts'
+import type { ObjectStore } from './store/object-store.ts'
+import { argumentIds, argumentProblem, lostArgument, refArguments, type Task } from './task.ts'
+import type { Outcome } from './worker/messages.ts'
+import type { WorkerHandle } from './worker/worker-handle.ts'
+
+/** How long a worker has to answer a ping after a call ran out of time, before it is replaced. */
+const UNRESPONSIVE_MS = 1000
+
+export interface TaskRunnerOptions {
+  store: ObjectStore
+  counters: NodeCounters
+  remote: RemoteObjects
+  pressure: MemoryPressure
+  dispatcher(): Dispatcher
+}
+
+export class TaskRunner {
+  readonly #store: ObjectStore
+  readonly #counters: NodeCounters
+  readonly #remote: RemoteObjects
+  readonly #pressure: MemoryPressure
+  readonly #dispatcher: () => Dispatcher
+  /** Tasks handed to workers, by result id. */
+  readonly #running = new Map<string, Task>()
+
+  constructor(options: TaskRunnerOptions) {
+    this.#store = options.store
+    this.#counters = options.counters
+    this.#remote = options.remote
+    this.#pressure = options.pressure
+    this.#dispatcher = options.dispatcher
+  }
+
+  /** Waits for the task's arguments, which it pins until it settles, then queues it. */
+  start(task: Task): void {
+    this.#whenArgsReady(task)
+    this.#store.holdArguments(task.id, argumentIds(task))
+  }
+
+  /** Queues the task once its top-level refs are ready; fails it if one failed or is gone. */
+  #whenArgsReady(task: Task): void {
+    const refs = refArguments(task)
+    let missing = refs.length
+    if (missing === 0) {
+      this.#dispatcher().enqueue(task)
+      return
+    }
+    let failed = false
+    for (const id of refs) {
+      const given = task.args.find((a) => a.kind === 'ref' && a.id === id && a.at) as
+        | { at?: string }
+        | undefined
+      this.#remote.fetchIfMissing(id, given?.at)
+      this.#store.onSettled(id, (entry) => {
+        if (failed) return
+        const problem = argumentProblem(id, entry)
+        if (problem) {
+          failed = true
+          this.settle(task, { error: problem })
+        } else if (--missing === 0) {
+          this.#dispatcher().enqueue(task)
+        }
+      })
+    }
+  }
+
+  /** Hands a queued task to a worker, its arguments resolved to values. */
+  run(worker: WorkerHandle, task: Task): void {
+    const args: EncodedValue[] = []
+    for (const arg of task.args) {
+      if (arg.kind !== 'ref') {
+        args.push(arg)
+        continue
+      }
+      const problem = argumentProblem(arg.id, this.#store.lookup(arg.id))
+      const value = problem ? undefined : this.#store.value(arg.id)
+      if (!value) {
+        this.settle(task, { error: problem ?? lostArgument(arg.id) })
+        return
+      }
+      args.push(value)
+    }
+    this.#counters.crossing(args)
+    task.attempts += 1
+    this.#store.markRunning(task.id, task.attempts)
+    worker.assign({
+      id: task.id,
+      weight: task.weight,
+      expectedMs: this.#counters.expectedMs(task.fn),
+      waiting: 0,
+    })
+    this.#running.set(task.id, task)
+    worker.send({
+      type: 'run',
+      task: {
+        id: task.id,
+        fn: task.fn,
+        url: task.url,
+        args,
+        weight: task.weight,
+        ...(task.options.timeoutMs ? { timed: true as const } : {}),
+      },
+    })
+  }
+
+  /** Starts the call's time limit once its worker starts it. */
+  started(worker: WorkerHandle, id: string): void {
+    const task = this.#running.get(id)
+    const limit = task?.options.timeoutMs
+    if (!task || !limit) return
+    task.timer = setTimeout(() => this.#timedOut(worker, task, limit), limit)
+  }
+
+  /**
+   * Fails a call that ran too long and tells its worker to forget it. A worker
+   * stuck in synchronous code cannot even answer a ping: it is replaced.
+   */
+  #timedOut(worker: WorkerHandle, task: Task, limit: number): void {
+    if (this.#running.get(task.id) !== task) return
+    this.#running.delete(task.id)
+    worker.release(task.id)
+    this.settle(task, {
+      error: {
+        code: 'FUNCTION_TIMEOUT',
+        message: `${task.fn} ran past its ${limit} ms limit`,
+        attempts: task.attempts,
+      },
+    })
+    worker.send({ type: 'abandon', id: task.id })
+    worker.probe(UNRESPONSIVE_MS, () => worker.terminate())
+    this.#dispatcher().soon()
+  }
+
+  /** A worker finished a call: it settles, or runs again if it threw and may be retried. */
+  done(worker: WorkerHandle, id: string, outcome: Outcome, ms: number): void {
+    const task = this.#running.get(id)
+    if (!task) return // abandoned after its time limit
+    this.#counters.ranFor(task.fn, ms)
+    worker.release(id)
+    this.#running.delete(id)
+    clearTimeout(task.timer)
+    if (
+      'error' in outcome &&
+      task.retryExceptions &&
+      task.attempts <= task.maxRetries &&
+      this.#store.has(id)
+    ) {
+      this.#dispatcher().requeue(task)
+      return
+    }
+    if ('error' in outcome) outcome.error.attempts = task.attempts
+    this.settle(task, outcome)
+    if ('value' in outcome) this.#pressure.filled()
+  }
+
+  /** A worker died: its calls run again while their retries allow, else fail with WORKER_CRASHED. */
+  crashed(worker: WorkerHandle, error: Error | undefined): void {
+    const reason = error ? `${error.name}: ${error.message}` : 'the worker thread exited'
+    for (const id of worker.assigned.keys()) {
+      const task = this.#running.get(id)
+      this.#running.delete(id)
+      if (!task) continue
+      clearTimeout(task.timer)
+      if (task.attempts <= task.maxRetries) {
+        this.#dispatcher().requeue(task)
+      } else {
+        const crash: SerializedError = {
+          code: 'WORKER_CRASHED',
+          name: error?.name ?? 'WorkerCrashed',
+          message: reason,
+          attempts: task.attempts,
+        }
+        this.settle(task, { error: crash })
+      }
+    }
+  }
+
+  /** Finishes a task's object, and counts the outcome per function. */
+  settle(task: Task, outcome: Outcome): void {
+    this.#counters.outcome(task.fn, 'error' in outcome)
+    this.#store.settle(task.id, outcome)
+  }
+}

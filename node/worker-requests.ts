@@ -1,0 +1,147 @@
+/**
+ * What worker threads ask of their node, batch by batch: nested calls and
+ * puts, handles taken and dropped, `get` and `wait` (a task waiting gives its
+ * CPU share back meanwhile), and the calls they finished.
+ */
+import type { EncodedValue } from '../sdk/codec.ts'
+import type { Dispatcher } from './dispatcher.ts'
+import type { MemoryPressure } from './memory-pressure.ts'
+import type { NodeCounters } from './node-counters.ts'
+import type { RemoteObjects } from './remote-objects.ts'
+import type { ObjectStore } from './store/object-store.ts'
+import { argumentProblem, lostArgument, type TaskSpec } from './task.ts'
+import type { TaskRunner } from './task-runner.ts'
+import type { FromWorker, Outcome } from './worker/messages.ts'
+import type { WorkerHandle } from './worker/worker-handle.ts'
+import type { WorkerPool } from './worker-pool.ts'
+
+export interface WorkerRequestsOptions {
+  store: ObjectStore
+  counters: NodeCounters
+  pressure: MemoryPressure
+  remote: RemoteObjects
+  tasks: TaskRunner
+  pool(): WorkerPool
+  dispatcher(): Dispatcher
+  /** Submits a call made inside a function on `from`. */
+  submit(spec: TaskSpec, from: WorkerHandle): boolean
+}
+
+export class WorkerRequests {
+  readonly #o: WorkerRequestsOptions
+
+  constructor(options: WorkerRequestsOptions) {
+    this.#o = options
+  }
+
+  /** Takes in a batch of messages from a worker, then dispatches what became ready. */
+  handle(worker: WorkerHandle, batch: FromWorker[]): void {
+    const { counters, tasks } = this.#o
+    for (const message of batch) {
+      switch (message.type) {
+        case 'submit':
+          counters.crossing(message.args)
+          this.#submit(worker, message)
+          break
+        case 'put':
+          counters.crossing([message.value])
+          this.#put(worker, message.id, message.value)
+          break
+        case 'hold':
+          this.#o.pool().hold(worker, message.id)
+          break
+        case 'release':
+          this.#o.pool().release(worker, message.id)
+          break
+        case 'done':
+          if ('value' in message.outcome) counters.crossing([message.outcome.value])
+          tasks.done(worker, message.id, message.outcome, message.ms)
+          break
+        case 'get':
+          this.#get(worker, message)
+          break
+        case 'wait':
+          this.#wait(worker, message)
+          break
+        case 'started':
+          tasks.started(worker, message.id)
+          break
+        case 'pong':
+          worker.answered(message.req)
+          break
+      }
+    }
+    this.#o.dispatcher().soon()
+  }
+
+  #submit(worker: WorkerHandle, message: Extract<FromWorker, { type: 'submit' }>): void {
+    const { id, fn, args, options } = message
+    try {
+      this.#o.submit({ id, fn, args, options }, worker)
+    } catch (err) {
+      // The function vanished between the call and now: its result says so.
+      this.#o.store.create(id, fn)
+      this.#o.pool().hold(worker, id)
+      this.#o.store.settle(id, { error: { code: 'FUNCTION_NOT_FOUND', message: (err as Error).message } })
+    }
+  }
+
+  /** A put from inside a function: its worker holds it; with no room left it fails with OBJECT_STORE_FULL. */
+  #put(worker: WorkerHandle, id: string, value: EncodedValue): void {
+    if (!this.#o.store.create(id, null)) return
+    this.#o.pool().hold(worker, id)
+    this.#o.store.settle(id, { value })
+    this.#o.pressure.filled()
+  }
+
+  #get(worker: WorkerHandle, message: Extract<FromWorker, { type: 'get' }>): void {
+    const { store, counters } = this.#o
+    const unique = [...new Set(message.ids)]
+    this.#o.remote.fetchMissing(unique)
+    const reply = (settled: string[]) => {
+      const done = new Set(settled)
+      const results = message.ids.map((id): Outcome => {
+        if (!done.has(id))
+          return { error: { code: 'GET_TIMEOUT', message: `object ${id} not ready in time` } }
+        const entry = store.lookup(id)
+        const value = entry?.status === 'ready' ? store.value(id) : undefined
+        return value ? { value } : { error: argumentProblem(id, entry) ?? lostArgument(id) }
+      })
+      for (const r of results) if ('value' in r) counters.crossing([r.value])
+      worker.send({ type: 'values', req: message.req, results })
+    }
+    this.#whenSettled(worker, message.task, unique, unique.length, message.timeoutMs, reply)
+  }
+
+  #wait(worker: WorkerHandle, message: Extract<FromWorker, { type: 'wait' }>): void {
+    this.#o.remote.fetchMissing(message.ids)
+    this.#whenSettled(worker, message.task, message.ids, message.numReturns, message.timeoutMs, (ready) =>
+      worker.send({ type: 'waited', req: message.req, ready }),
+    )
+  }
+
+  /** Calls `then` when `count` of `ids` settle; the task's CPU share is free while it waits. */
+  #whenSettled(
+    worker: WorkerHandle,
+    taskId: string | null,
+    ids: string[],
+    count: number,
+    timeoutMs: number | null,
+    then: (settled: string[]) => void,
+  ): void {
+    const { store } = this.#o
+    const limit = timeoutMs ?? Number.POSITIVE_INFINITY
+    store.waitAny(ids, count, 0).then((now) => {
+      if (now.length >= count || limit <= 0) {
+        then(now)
+        return
+      }
+      if (taskId) worker.block(taskId)
+      this.#o.dispatcher().soon()
+      store.waitAny(ids, count, limit).then((settled) => {
+        if (taskId) worker.unblock(taskId)
+        then(settled)
+      })
+    })
+  }
+}
