@@ -7,10 +7,10 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:net'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { afterAll } from 'vitest'
-import { ROOT } from './helpers.ts'
 
+const ROOT = resolve(import.meta.dirname, '..')
 const BIN = join(ROOT, 'bin/magpie.mjs')
 const spawned = new Set<ChildProcess>()
 

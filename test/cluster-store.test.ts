@@ -8,14 +8,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
-import { type PlatformProcess, startPlatformProcess } from '../bench/lib/platform-process.ts'
+import { spawnHead, spawnNode, stopSpawnedAfterAll } from './cluster-helpers.ts'
 
 const MiB = 1024 * 1024
 const state = mkdtempSync(join(tmpdir(), 'magpie-cluster-state-'))
-const running: PlatformProcess[] = []
+stopSpawnedAfterAll()
 
-afterAll(async () => {
-  await Promise.all(running.map((p) => p.stop()))
+afterAll(() => {
   rmSync(state, { recursive: true, force: true })
 })
 
@@ -25,24 +24,12 @@ const sha = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('he
 
 it('keeps a joined node within its store and the head out of the way, 384 MiB through a 64 MiB store', async () => {
   const secret = randomBytes(8).toString('hex')
-  const head = await startPlatformProcess(['--head', '--secret', secret])
-  running.push(head)
-  const node = await startPlatformProcess([
-    '--join',
-    head.url,
-    '--secret',
+  const head = await spawnHead(['--port', '0', '--secret', secret])
+  const node = await spawnNode({
+    head: head.url,
     secret,
-    '--object-store-memory',
-    '64MiB',
-    '--state',
-    state,
-    '--cpus',
-    '1',
-  ])
-  running.push(node)
-  for (let i = 0; i < 100 && ((await (await fetch(`${head.url}/v1/nodes`)).json()) as []).length < 1; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+    args: ['--object-store-memory', '64MiB', '--state', state],
+  })
   const sizes = [...Array<number>(128).fill(MiB), ...Array<number>(32).fill(8 * MiB)]
   const stored: Array<{ id: string; digest: string }> = []
   let next = 0

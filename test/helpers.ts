@@ -1,6 +1,5 @@
 /** Starts real platforms for tests, on free ports, and stops them afterwards. */
 
-import { type ChildProcess, spawn } from 'node:child_process'
 import { cpSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -8,6 +7,7 @@ import { afterAll, beforeAll } from 'vitest'
 import { startHead } from '../gateway/head.ts'
 import { type Platform, type PlatformOptions, startPlatform } from '../gateway/platform.ts'
 import { type Client, connect } from '../sdk/index.ts'
+import { spawnNode } from './cluster-helpers.ts'
 
 export const ROOT = resolve(import.meta.dirname, '..')
 
@@ -55,36 +55,20 @@ async function startTestCluster(
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })
   const nodes = await Promise.all(
-    Array.from({ length: count }, () => {
-      const child = spawn(
-        process.execPath,
-        [
-          join(ROOT, 'bin/magpie.mjs'),
-          'start',
-          '--join',
-          head.url,
-          '--functions',
-          dir,
-          '--cpus',
-          String(options.cpus ?? 1),
-        ],
-        { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, MAGPIE_CLUSTER_SECRET: head.secret } },
-      )
-      return new Promise<ChildProcess>((resolve, reject) => {
-        let out = ''
-        child.stdout?.on('data', (chunk: Buffer) => {
-          out += chunk
-          if (out.includes('joined')) resolve(child)
-        })
-        child.once('exit', (code) => reject(new Error(`node exited with ${code}: ${out}`)))
-      })
-    }),
+    Array.from({ length: count }, () =>
+      spawnNode({
+        head: head.url,
+        secret: head.secret,
+        args: ['--functions', dir, '--cpus', String(options.cpus ?? 1)],
+        echo: true,
+      }),
+    ),
   )
   return {
     url: head.url,
     port: head.port,
     async close() {
-      for (const child of nodes) if (child.exitCode === null) child.kill('SIGKILL')
+      for (const { child } of nodes) if (child.exitCode === null) child.kill('SIGKILL')
       await head.close()
     },
   }

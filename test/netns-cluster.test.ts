@@ -1,14 +1,17 @@
 /**
  * A cluster whose nodes are separate hosts: each node in its own network
- * namespace with its own address on a bridge, the head on the host. Nested
- * work started on one node must spread over all of them, and the answer be
- * right. Needs root and iproute2, as CI has.
+ * namespace with its own address on a bridge, the head on the host. The
+ * nodes listen on every interface (0.0.0.0): two say where to reach them
+ * with --advertise-url, the third finds the address that reaches its head.
+ * Nested work started on one node must spread over all of them, and the
+ * answer be right. Needs root and iproute2, as CI has.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Head, startHead } from '../gateway/head.ts'
 import { connect } from '../sdk/index.ts'
+import { spawnNode, stopSpawnedAfterAll } from './cluster-helpers.ts'
 import { ROOT } from './helpers.ts'
 
 const tag = `mp${process.pid % 100000}`
@@ -21,7 +24,8 @@ const spaces = [1, 2, 3].map((i) => ({
 }))
 const token = 'netns-test-token'
 let head: Head
-const nodes: ChildProcess[] = []
+const NODE_PORT = 7411
+stopSpawnedAfterAll()
 
 function ip(...args: string[]): void {
   execFileSync('ip', args, { stdio: 'pipe' })
@@ -54,45 +58,24 @@ beforeAll(async () => {
   }
   head = await startHead({ functionsDir: join(ROOT, 'functions'), host: `${subnet}.1`, port: 0, token })
   await Promise.all(
-    spaces.map(
-      (space) =>
-        new Promise<void>((resolve, reject) => {
-          const child = spawn(
-            'ip',
-            [
-              'netns',
-              'exec',
-              space.name,
-              process.execPath,
-              join(ROOT, 'bin/magpie.mjs'),
-              'start',
-              '--join',
-              head.url,
-              '--host',
-              space.address,
-              '--cpus',
-              '1',
-            ],
-            {
-              cwd: ROOT,
-              stdio: ['ignore', 'pipe', 'inherit'],
-              env: { ...process.env, MAGPIE_CLUSTER_SECRET: head.secret },
-            },
-          )
-          nodes.push(child)
-          let out = ''
-          child.stdout?.on('data', (chunk: Buffer) => {
-            out += chunk
-            if (out.includes('joined')) resolve()
-          })
-          child.once('exit', (code) => reject(new Error(`node in ${space.name} exited with ${code}: ${out}`)))
-        }),
+    spaces.map((space, i) =>
+      spawnNode({
+        head: head.url,
+        secret: head.secret,
+        netns: space.name,
+        args: [
+          '--host',
+          '0.0.0.0',
+          '--port',
+          String(NODE_PORT),
+          ...(i < 2 ? ['--advertise-url', `http://${space.address}:${NODE_PORT}`] : []),
+        ],
+      }),
     ),
   )
 }, 60_000)
 
 afterAll(async () => {
-  for (const child of nodes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   await head?.close()
   cleanUp()
 })
@@ -109,9 +92,8 @@ describe('nodes on separate hosts', () => {
     const list = (await (
       await fetch(`${head.url}/v1/nodes`, { headers: { authorization: `Bearer ${token}` } })
     ).json()) as Array<{ address: string; tasks: Record<string, { finished: number }> }>
-    expect(list.map((n) => n.address.split('//')[1]?.split(':')[0]).sort()).toEqual(
-      spaces.map((s) => s.address),
-    )
+    // Each node is known by the address others can dial, never 0.0.0.0.
+    expect(list.map((n) => n.address).sort()).toEqual(spaces.map((s) => `http://${s.address}:${NODE_PORT}`))
     for (const node of list) expect(node.tasks['process-sample']?.finished ?? 0).toBeGreaterThan(0)
     await mp.close()
   })
