@@ -25,8 +25,8 @@ export interface ReportsOptions {
 
 export class Reports {
   readonly #node: LocalNode
-  /** Calls run here for someone else, by id: the URL of their owner. */
-  readonly #owners = new Map<string, string>()
+  /** Calls run here for someone else, by id: the URL of their owner, and how to stop listening for their result. */
+  readonly #owners = new Map<string, { owner: string; off: () => void }>()
   /** Results of stolen calls kept here for their owner, until it has them. */
   readonly #pinnedForOwner = new Set<string>()
   readonly #outboxes: Outboxes<Settled>
@@ -48,8 +48,10 @@ export class Reports {
 
   /** The call `id` runs here for `owner`: its result is reported there when it settles. */
   runFor(id: string, owner: string): void {
-    this.#owners.set(id, owner)
-    this.#node.store.onSettled(id, (entry) => this.#report(id, entry))
+    this.#owners.get(id)?.off()
+    const run = { owner, off: () => {} }
+    this.#owners.set(id, run)
+    run.off = this.#node.store.onSettled(id, (entry) => this.#report(id, entry))
   }
 
   /** Its result is kept here, pinned, until its owner has it. */
@@ -58,11 +60,15 @@ export class Reports {
   }
 
   ownerOf(id: string): string | undefined {
-    return this.#owners.get(id)
+    return this.#owners.get(id)?.owner
   }
 
-  /** The call leaves this node (stolen, or handed back): its result is no longer this node's to report. */
+  /**
+   * The call leaves this node (stolen, or handed back): its result is no
+   * longer this node's to report, and this node no longer waits for it.
+   */
   forget(id: string): void {
+    this.#owners.get(id)?.off()
     this.#owners.delete(id)
   }
 
@@ -77,7 +83,7 @@ export class Reports {
   }
 
   #report(id: string, entry: ObjectEntry | undefined): void {
-    const to = this.#owners.get(id)
+    const to = this.#owners.get(id)?.owner
     this.#owners.delete(id)
     if (!to || !entry) return
     const settled = this.#settledOf(id, entry)
