@@ -115,7 +115,7 @@ describe('probes and the secret', () => {
   it('answers probes on every process without the secret, and nothing internal', async () => {
     const state = tempDir()
     const head = await spawnHead(['--port', '0', '--state', state])
-    const joinFile = /join command \(it holds the cluster secret\): (\S+)/.exec(head.output())?.[1] as string
+    const joinFile = (await head.waitFor(/join command \(it holds the cluster secret\): (\S+)/))[1] as string
     expect(joinFile).toBe(join(state, 'join-command'))
     expect(statSync(joinFile).mode & 0o777).toBe(0o600)
     expect(statSync(join(state, 'cluster-secret')).mode & 0o777).toBe(0o600)
