@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { startNodeProcess } from '../cluster/node/node-process.ts'
 import { isReachableUrl } from '../cluster/protocol.ts'
-import { readSecretFile } from '../cluster/secret.ts'
+import { checkSecret, readSecretFile } from '../cluster/secret.ts'
 import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
 import { stopBundler } from '../gateway/registry/bundle.ts'
@@ -101,9 +101,13 @@ export async function runStart(flags: StartFlags): Promise<number> {
   const secretFile = flags.secretFile ?? process.env.MAGPIE_SECRET_FILE
   if (flags.secret !== undefined && secretFile !== undefined)
     throw new Error('--secret and --secret-file exclude each other')
+  const fromEnv = process.env.MAGPIE_CLUSTER_SECRET
   const secret =
-    flags.secret ??
-    (secretFile === undefined ? process.env.MAGPIE_CLUSTER_SECRET : await readSecretFile(secretFile))
+    secretFile !== undefined
+      ? await readSecretFile(secretFile)
+      : flags.secret !== undefined
+        ? checkSecret(flags.secret, '--secret')
+        : fromEnv && checkSecret(fromEnv, 'MAGPIE_CLUSTER_SECRET')
   const advertiseUrl = flags.advertiseUrl ?? process.env.MAGPIE_ADVERTISE_URL
   if (advertiseUrl !== undefined && !isReachableUrl(advertiseUrl)) {
     throw new Error(

@@ -24,7 +24,17 @@ export function requireClusterSecret(secret: string): MiddlewareHandler {
   }
 }
 
-/** A secret from a file: its first line, trimmed; an empty one is an error. */
+/** Secrets shorter than this are refused: a guessable secret opens every node. */
+const MIN_SECRET = 16
+
+/** The secret if it is long enough; else an error that says where it came from (never the secret). */
+export function checkSecret(secret: string, from: string): string {
+  if (secret.length < MIN_SECRET)
+    throw new Error(`the cluster secret from ${from} is shorter than ${MIN_SECRET} characters`)
+  return secret
+}
+
+/** A secret from a file: its first line, trimmed. */
 export async function readSecretFile(path: string): Promise<string> {
   let text: string
   try {
@@ -32,9 +42,7 @@ export async function readSecretFile(path: string): Promise<string> {
   } catch (err) {
     throw new Error(`cannot read the secret file ${path}: ${(err as NodeJS.ErrnoException).code ?? err}`)
   }
-  const secret = text.split('\n')[0]?.trim() ?? ''
-  if (secret.length < 16) throw new Error(`the secret in ${path} is shorter than 16 characters`)
-  return secret
+  return checkSecret(text.split('\n')[0]?.trim() ?? '', path)
 }
 
 /** Writes `text` to a file only its owner can read or write. */
