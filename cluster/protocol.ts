@@ -157,6 +157,12 @@ export const Call = z.object({
   fn: z.string().min(1),
   args: z.array(WireArg),
   options: callOptions,
+  /**
+   * Which placement of the call this is (the owner's count of them, from 1;
+   * 0 for a call made inside a function): a report names it, so that an
+   * owner can tell a stale report from one about the call as it runs now.
+   */
+  epoch: count.default(0),
 })
 export type Call = z.infer<typeof Call>
 export const CallBatch = z.array(Call)
@@ -215,6 +221,8 @@ export const Settled = z.object({
   size: count,
   contentType: z.string().nullable(),
   attempts: count,
+  /** The placement of the call this is about (see Call.epoch). */
+  epoch: count.default(0),
   error: serializedError.optional(),
   /** The JSON text of a small result. */
   value: z.string().optional(),

@@ -12,7 +12,7 @@ import { type CallOptions, checkCallOptions } from '../sdk/types.ts'
 
 export const MAX_WAIT_S = 60
 
-export function checkId(id: string | undefined, what = 'object id'): string {
+export function checkId(id: unknown, what = 'object id'): string {
   if (!isObjectId(id))
     throw new BadRequestError(`bad ${what}: ids are 16 to 64 characters of A-Z, a-z, 0-9, _ and -`)
   return id
@@ -30,6 +30,17 @@ export function parseSeconds(raw: unknown, what: string): number {
 export function waitParam(c: Context): number | undefined {
   const raw = c.req.query('wait')
   return raw === undefined ? undefined : parseSeconds(raw, 'wait')
+}
+
+/** A JSON body that must be an object (not an array, not null): 400 with `shape` otherwise. */
+export function parseObject(text: string, shape: string): Record<string, unknown> {
+  const body: unknown = parseJson(text)
+  if (!isRecord(body)) throw new BadRequestError(`the body must be ${shape}`)
+  return body
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** The request body as text or bytes (the size limit is enforced before this runs). */
@@ -116,7 +127,7 @@ export function checkBatch(body: unknown, known: (fn: string) => boolean) {
     if (typeof fn !== 'string') throw new BadRequestError(`${where}.function must be a function name`)
     if (!known(fn)) throw new FunctionNotFoundError(`no function named ${fn}`)
     if (!Array.isArray(args)) throw new BadRequestError(`${where}.args must be an array`)
-    const id = rawId === undefined ? newObjectId() : checkId(rawId as string)
+    const id = rawId === undefined ? newObjectId() : checkId(rawId)
     if (made.has(id)) throw new BadRequestError(`${where}.id repeats an id of the same batch`)
     let checked: CallOptions
     try {

@@ -224,7 +224,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     settled(report) {
       for (const o of report.objects) {
         if (o.status === 'lost') {
-          dispatcher.lost(o.id, `node ${report.node} could not deliver its result`)
+          dispatcher.lost(o.id, o.epoch, `node ${report.node} could not deliver its result`)
           continue
         }
         const attempts = dispatcher.finished(o.id) ?? o.attempts

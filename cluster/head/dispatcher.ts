@@ -96,10 +96,13 @@ export class Dispatcher {
     }
   }
 
-  /** A call's result was lost on its way here: it runs again, as if its node had died. */
-  lost(id: string, why: string): void {
+  /**
+   * A call's result was lost on its way here: it runs again, as if its node
+   * had died; unless it was placed again since (`epoch` is an older placement).
+   */
+  lost(id: string, epoch: number, why: string): void {
     const job = this.#placed.get(id)
-    if (job) this.#retry(job, why)
+    if (job && job.attempts === epoch) this.#retry(job, why)
   }
 
   #retry(job: Placed, why: string): void {
@@ -124,6 +127,7 @@ export class Dispatcher {
       fn: job.spec.fn,
       args: job.spec.args.map((arg) => this.#wireArg(arg, node)),
       options: job.spec.options,
+      epoch: job.attempts,
     })
     return true
   }

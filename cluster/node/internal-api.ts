@@ -44,7 +44,7 @@ export interface InternalApiOptions {
   /** Whether the node is ready for work (registered with its head). */
   ready(): boolean
   /** Called for each call the head placed here, so that its result can be reported. */
-  accepted(id: string): void
+  accepted(id: string, epoch: number): void
   /** Where a call went that was stolen from here: reads of its result are sent there. */
   movedTo(id: string): string | undefined
   /** Gives a thief up to half of the calls queued here. */
@@ -106,7 +106,7 @@ export function internalApi(options: InternalApiOptions): Hono {
     for (const call of calls) {
       const spec = { id: call.id, fn: call.fn, args: call.args.map(fromWireArg), options: call.options }
       if (node.submit(spec)) accepted.push(call.id)
-      options.accepted(call.id)
+      options.accepted(call.id, call.epoch)
     }
     return c.json({ accepted })
   })

@@ -102,6 +102,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     return tasks.map((task): StolenCall => {
       // The result goes to the call's owner straight, never through this node.
       const owner = reports.ownerOf(task.id) ?? address
+      const epoch = reports.epochOf(task.id)
       if (owner !== address) {
         reports.forget(task.id)
         // Others may still look for it here, as the head last knew: point them on.
@@ -118,7 +119,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
           ? { kind: 'ref' as const, id: a.id, at: address }
           : toWireArg(a),
       )
-      return { id: task.id, fn: task.fn, args, options: task.options, owner }
+      return { id: task.id, fn: task.fn, args, options: task.options, epoch, owner }
     })
   }
 
@@ -147,7 +148,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     client,
     secret: options.secret,
     ready: () => membership.registered,
-    accepted: (id) => reports.runFor(id, head),
+    accepted: (id, epoch) => reports.runFor(id, head, epoch),
     movedTo: (id) => moved.get(id),
     steal,
     released: (ids) => {
@@ -168,7 +169,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       for (const c of stolen) {
         const spec = { id: c.id, fn: c.fn, args: c.args.map(fromWireArg), options: c.options }
         if (node.runStolen(spec, c.owner === head)) reports.pinForOwner(c.id)
-        reports.runFor(c.id, c.owner)
+        reports.runFor(c.id, c.owner, c.epoch)
       }
     },
   })

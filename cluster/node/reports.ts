@@ -2,11 +2,12 @@
  * A node's reports to the owners of the calls it runs for others: the head
  * (calls it placed here) or a peer (calls stolen from it). Each result goes
  * to its owner through that owner's outbox, batched, in order, sent again
- * while the owner does not answer. A result an owner refuses for good is
- * reported `lost` instead, so that the owner runs the call again as it would
- * one of a dead node; one whose owner stays away is given up with a warning
- * (a head that silent has taken this node for dead and placed its calls again;
- * a peer that silent is dead, with what it owned).
+ * while the owner does not answer. A result that still cannot go (refused,
+ * or its owner away for 30 s) is said on stderr and reported `lost` instead,
+ * so that the owner runs the call again as it would one of a dead node; a
+ * `lost` report that cannot go either is given up with a warning (a head
+ * that silent has taken this node for dead and placed its calls again; a
+ * peer that silent is dead, with what it owned).
  */
 import type { LocalNode } from '../../node/node.ts'
 import type { ObjectEntry } from '../../node/store/object-store.ts'
@@ -26,7 +27,7 @@ export interface ReportsOptions {
 export class Reports {
   readonly #node: LocalNode
   /** Calls run here for someone else, by id: the URL of their owner, and how to stop listening for their result. */
-  readonly #owners = new Map<string, { owner: string; off: () => void }>()
+  readonly #owners = new Map<string, { owner: string; epoch: number; off: () => void }>()
   /** Results of stolen calls kept here for their owner, until it has them. */
   readonly #pinnedForOwner = new Set<string>()
   readonly #outboxes: Outboxes<Settled>
@@ -46,10 +47,10 @@ export class Reports {
     )
   }
 
-  /** The call `id` runs here for `owner`: its result is reported there when it settles. */
-  runFor(id: string, owner: string): void {
+  /** The call `id` (its owner's placement `epoch` of it) runs here for `owner`: its result is reported there. */
+  runFor(id: string, owner: string, epoch: number): void {
     this.#owners.get(id)?.off()
-    const run = { owner, off: () => {} }
+    const run = { owner, epoch, off: () => {} }
     this.#owners.set(id, run)
     run.off = this.#node.store.onSettled(id, (entry) => this.#report(id, entry))
   }
@@ -61,6 +62,10 @@ export class Reports {
 
   ownerOf(id: string): string | undefined {
     return this.#owners.get(id)?.owner
+  }
+
+  epochOf(id: string): number {
+    return this.#owners.get(id)?.epoch ?? 0
   }
 
   /**
@@ -83,10 +88,11 @@ export class Reports {
   }
 
   #report(id: string, entry: ObjectEntry | undefined): void {
-    const to = this.#owners.get(id)?.owner
+    const run = this.#owners.get(id)
     this.#owners.delete(id)
-    if (!to || !entry) return
-    const settled = this.#settledOf(id, entry)
+    if (!run || !entry) return
+    const to = run.owner
+    const settled = this.#settledOf(id, entry, run.epoch)
     this.#outboxes.push(to, settled)
     // The ids in a value sent away keep their TTL here.
     if (settled.value !== undefined) this.#node.store.seenInside(id)
@@ -98,7 +104,7 @@ export class Reports {
     }
   }
 
-  #settledOf(id: string, entry: ObjectEntry): Settled {
+  #settledOf(id: string, entry: ObjectEntry, epoch: number): Settled {
     const status = entry.status === 'ready' || entry.status === 'cancelled' ? entry.status : 'failed'
     const settled: Settled = {
       id,
@@ -106,6 +112,7 @@ export class Reports {
       size: entry.size,
       contentType: entry.contentType,
       attempts: entry.attempts,
+      epoch,
     }
     if (entry.error) settled.error = entry.error
     if (entry.status === 'ready' && entry.contentType === JSON_TYPE && entry.size <= INLINE_MAX) {
@@ -117,22 +124,23 @@ export class Reports {
   }
 
   #undeliverable(owner: string, objects: Settled[], cause: unknown): void {
-    const refused = !isTransient(cause)
-    warn(refused ? 'an owner refused results' : 'results could not reach their owner', {
+    warn(isTransient(cause) ? 'results could not reach their owner' : 'an owner refused results', {
       owner,
       results: objects.length,
       cause,
     })
-    if (!refused) return
-    // Told without the values that may have been the trouble: the owner runs them again.
-    const lost = objects.filter((o) => o.status !== 'lost')
-    for (const o of lost)
-      this.#outboxes.push(owner, {
-        id: o.id,
-        status: 'lost',
-        size: 0,
-        contentType: null,
-        attempts: o.attempts,
-      })
+    // Told once more, without the values that may have been the trouble: the
+    // owner runs those calls again, as it would those of a node that died.
+    for (const o of objects) {
+      if (o.status !== 'lost')
+        this.#outboxes.push(owner, {
+          id: o.id,
+          status: 'lost',
+          size: 0,
+          contentType: null,
+          attempts: o.attempts,
+          epoch: o.epoch,
+        })
+    }
   }
 }

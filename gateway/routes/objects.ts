@@ -8,7 +8,7 @@ import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import {
   checkId,
   MAX_WAIT_S,
-  parseJson,
+  parseObject,
   parseSeconds,
   readValue,
   requireObjects,
@@ -71,10 +71,7 @@ export function objectRoutes(backend: Backend): Hono {
   })
 
   app.post('/wait', async (c) => {
-    const body = parseJson(await c.req.text()) as Record<string, unknown> | null
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new BadRequestError('the body must be {"ids": [...], "numReturns": 1, "timeout": S}')
-    }
+    const body = parseObject(await c.req.text(), '{"ids": [...], "numReturns": 1, "timeout": S}')
     const { ids, numReturns = Math.min(1, Array.isArray(ids) ? ids.length : 0), timeout } = body
     checkIds(ids)
     if (typeof numReturns !== 'number' || !Number.isInteger(numReturns) || numReturns < 0) {
@@ -83,8 +80,8 @@ export function objectRoutes(backend: Backend): Hono {
     if (numReturns > ids.length)
       throw new BadRequestError(`numReturns is ${numReturns} but only ${ids.length} ids`)
     const seconds = timeout === undefined || timeout === null ? MAX_WAIT_S : parseSeconds(timeout, 'timeout')
-    await requireObjects(backend, ids as string[])
-    const ready = await backend.waitAny(ids as string[], numReturns, seconds * 1000)
+    await requireObjects(backend, ids)
+    const ready = await backend.waitAny(ids, numReturns, seconds * 1000)
     const got = new Set(ready)
     return c.json({ ready, pending: ids.filter((id) => !got.has(id)) })
   })
@@ -95,10 +92,7 @@ export function objectRoutes(backend: Backend): Hono {
    * have settled or `timeout` (default and most 60) seconds pass.
    */
   app.post('/objects/stream', async (c) => {
-    const body = parseJson(await c.req.text()) as Record<string, unknown> | null
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new BadRequestError('the body must be {"ids": [...], "timeout": S}')
-    }
+    const body = parseObject(await c.req.text(), '{"ids": [...], "timeout": S}')
     const { ids, timeout } = body
     checkIds(ids)
     const seconds = timeout === undefined || timeout === null ? MAX_WAIT_S : parseSeconds(timeout, 'timeout')
@@ -144,7 +138,7 @@ export function objectRoutes(backend: Backend): Hono {
 
 function checkIds(ids: unknown): asserts ids is string[] {
   if (!Array.isArray(ids)) throw new BadRequestError('ids must be an array of object ids')
-  for (const id of ids) checkId(id as string)
+  for (const id of ids) checkId(id)
   if (new Set(ids).size !== ids.length) throw new BadRequestError('ids holds the same id twice')
 }
 

@@ -33,7 +33,7 @@ describe('the cluster protocol', () => {
       args: [{ kind: 'json', text: '3' }],
       options: { maxRetries: 1 },
     }
-    expect(read(CallBatch, [good], 'calls')).toEqual([good])
+    expect(read(CallBatch, [good], 'calls')).toEqual([{ ...good, epoch: 0 }])
     expect(() => read(CallBatch, [{ ...good, id: 'short' }], 'calls')).toThrow(/calls\.0\.id/)
     expect(() => read(CallBatch, [{ ...good, args: [{ kind: 'file', path: '/etc' }] }], 'calls')).toThrow(
       BadRequestError,
