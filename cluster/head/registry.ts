@@ -29,7 +29,8 @@ export interface NodeRegistryOptions {
   sweep?: boolean
 }
 
-const EMPTY_STATS: NodeStats = {
+/** The stats of a node that has not sent a heartbeat yet. */
+export const EMPTY_STATS: NodeStats = {
   cpus: 0,
   running: 0,
   queued: 0,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { type ClusterNode, NodeRegistry } from '../../cluster/head/registry.ts'
+import { type ClusterNode, EMPTY_STATS, NodeRegistry } from '../../cluster/head/registry.ts'
 
 function setUp(deadAfterMs = 1000) {
   let now = 0
@@ -22,25 +22,7 @@ function setUp(deadAfterMs = 1000) {
   }
 }
 
-const stats = (queued: number) => ({
-  cpus: 1,
-  running: 0,
-  queued,
-  steals: 0,
-  objects: {
-    count: 0,
-    bytes: 0,
-    spilledCount: 0,
-    spilledBytes: 0,
-    spills: { count: 0, bytes: 0 },
-    restores: { count: 0, bytes: 0 },
-    freed: 0,
-  },
-  tasks: {},
-  threadBytes: { copied: 0, shared: 0 },
-  stolen: { in: 0, out: 0 },
-  fetched: { count: 0, bytes: 0 },
-})
+const stats = (queued: number) => ({ ...EMPTY_STATS, cpus: 1, queued })
 
 describe('NodeRegistry', () => {
   it('gives a node the id it asks for, else one of its own', () => {
