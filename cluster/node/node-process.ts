@@ -5,6 +5,7 @@
  * and a clean leave that hands back queued calls.
  */
 import { join } from 'node:path'
+import { LRUCache } from 'lru-cache'
 import { listen } from '../../node/http/listen.ts'
 import { type FunctionCatalog, LocalNode } from '../../node/node.ts'
 import { argumentIds } from '../../node/task.ts'
@@ -27,6 +28,8 @@ import { Membership } from './membership.ts'
 import { Reports } from './reports.ts'
 import { Thief } from './thief.ts'
 
+/** Stolen calls whose thief a node remembers, to point readers on. */
+const MOVED_KEPT = 100_000
 /** How long a leaving node lets its running calls finish. */
 const LEAVE_GRACE_MS = 30_000
 
@@ -52,8 +55,12 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   const head = options.head.replace(/\/+$/, '')
   const client = new InternalClient(options.secret)
   const wantedId = newNodeId()
-  /** Calls the head placed here that a peer stole, by id: the thief's address. */
-  const moved = new Map<string, string>()
+  /**
+   * Calls placed here that a peer stole, by id: the thief's address, for
+   * whoever still looks for them here. Only the recent ones matter (the
+   * owner learns where a call ran from its result): a bounded number is kept.
+   */
+  const moved = new LRUCache<string, string>({ max: MOVED_KEPT })
   /** The other nodes' addresses, by id, as the head last told. */
   const peerAddresses = new Map<string, string>()
   const node = new LocalNode({
