@@ -13,6 +13,7 @@ import {
   type Call,
   type Heartbeat,
   HeartbeatAnswer,
+  type Moved,
   ObjectMeta,
   RegisterAnswer,
   type RegisterRequest,
@@ -112,6 +113,10 @@ export class InternalClient {
   async steal(peer: string, body: StealRequest): Promise<StolenCall[]> {
     return read(StealAnswer, await this.#send('POST', this.#url(peer, ROUTES.steal), body), 'steal answer')
       .calls
+  }
+
+  async moved(owner: string, body: Moved): Promise<void> {
+    await this.#send('POST', this.#url(owner, ROUTES.moved), body)
   }
 
   async release(peer: string, ids: string[]): Promise<void> {

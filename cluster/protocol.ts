@@ -37,6 +37,8 @@ export const ROUTES = {
   tasks: '/internal/tasks',
   /** node: a peer with nothing to do asks for work (StealRequest → StealAnswer). */
   steal: '/internal/steal',
+  /** head or node: calls the receiver owns that were stolen from where they were (Moved). */
+  moved: '/internal/moved',
   /** node: owners that have copied big results of calls stolen from them (Release). */
   release: '/internal/release',
   /** an object's value (`?wait=S`, `?seen=1`), PUT to store one (`?ttlMs=`), DELETE to free it. */
@@ -205,7 +207,8 @@ export const Heartbeat = z.object({
   stolen: z.object({ in: count, out: count }),
   fetched: amount,
 })
-export const HeartbeatAnswer = z.object({ peers: z.array(Peer) })
+/** The head's answer: the live peers, and the nodes it has taken for dead (their calls are to be run again by their owners). */
+export const HeartbeatAnswer = z.object({ peers: z.array(Peer), dead: z.array(nodeId).default([]) })
 export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswer>
 
 export const Leave = z.object({ ids: z.array(objectId) })
@@ -232,6 +235,8 @@ export const SettledReport = z.object({ node: nodeId, address: url, objects: z.a
 export type SettledReport = z.infer<typeof SettledReport>
 
 export const StealRequest = z.object({
+  /** The thief: the owners of what it takes are told it runs there. */
+  id: nodeId,
   address: url,
   /** Big objects the thief holds already: calls taking them are given first. */
   holds: z.array(objectId).max(1024),
@@ -245,6 +250,16 @@ export type StolenCall = z.infer<typeof StolenCall>
 export const StealAnswer = z.object({ calls: z.array(StolenCall) })
 
 export const Release = z.object({ ids: z.array(objectId) })
+
+/**
+ * Calls that moved to another node by a steal, told to their owner by the
+ * node they moved from: the owner then knows whose death to watch for
+ * (`epoch`: the placement they belong to, see Call.epoch).
+ */
+export const Moved = z.object({
+  calls: z.array(z.object({ id: objectId, epoch: count, thief: nodeId })),
+})
+export type Moved = z.infer<typeof Moved>
 
 /** An object's status as a node reports it, without its value. */
 export const ObjectMeta = z.object({

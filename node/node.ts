@@ -17,7 +17,7 @@ import { MemoryPressure } from './memory-pressure.ts'
 import { NodeCounters } from './node-counters.ts'
 import { RemoteObjects } from './remote-objects.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
-import { ObjectStore } from './store/object-store.ts'
+import { isSettled, ObjectStore } from './store/object-store.ts'
 import { SpillStore } from './store/spill.ts'
 import { type FunctionCatalog, makeTask, type Task, type TaskSpec } from './task.ts'
 import { TaskRunner } from './task-runner.ts'
@@ -232,6 +232,23 @@ export class LocalNode {
     const pinned = this.#create(task, visible) && !visible && this.store.pin(spec.id)
     this.#tasks.start(task)
     return pinned
+  }
+
+  /**
+   * Runs here again a call of this node's that was given to another node and
+   * lost there (that node died, or the result could not be had): that run
+   * counts as an attempt, and past maxRetries the call fails with
+   * WORKER_CRASHED. Nothing happens to a call that settled or was freed.
+   */
+  runAgain(task: Task, why: string): void {
+    const entry = this.store.lookup(task.id)
+    if (!entry || isSettled(entry)) return
+    task.attempts += 1
+    if (task.attempts > task.maxRetries) {
+      this.#tasks.settle(task, { error: { code: 'WORKER_CRASHED', message: why, attempts: task.attempts } })
+      return
+    }
+    this.#tasks.resume(task)
   }
 
   /**

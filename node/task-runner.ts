@@ -51,6 +51,11 @@ export class TaskRunner {
     this.#store.holdArguments(task.id, argumentIds(task))
   }
 
+  /** Queues again a task whose run elsewhere was lost (its arguments are pinned still). */
+  resume(task: Task): void {
+    this.#whenArgsReady(task)
+  }
+
   /** Queues the task once its top-level refs are ready; fails it if one failed or is gone. */
   #whenArgsReady(task: Task): void {
     const refs = refArguments(task)

@@ -15,7 +15,7 @@ import { MagpieError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 import type { InternalClient } from '../client.ts'
 import { warn } from '../log.ts'
-import { INLINE_MAX, type ObjectMeta, ownerOf, type SettledReport } from '../protocol.ts'
+import { INLINE_MAX, type Moved, type ObjectMeta, ownerOf, type SettledReport } from '../protocol.ts'
 import { Directory, type DirectoryRecord } from './directory.ts'
 import { Dispatcher } from './dispatcher.ts'
 import { place } from './placement.ts'
@@ -34,6 +34,8 @@ export interface ClusterBackendOptions {
 export interface ClusterBackend extends Backend {
   /** Results reported by a node. */
   settled(report: SettledReport): void
+  /** Calls that were stolen from the node they were placed on. */
+  moved(body: Moved): void
   /** Calls a leaving node hands back, to place elsewhere. */
   handBack(ids: readonly string[]): void
   /** Places again what was running on a dead node. */
@@ -248,6 +250,9 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       }
     },
 
+    moved: (body) => {
+      for (const { id, epoch, thief } of body.calls) dispatcher.moved(id, epoch, thief)
+    },
     handBack: (ids) => dispatcher.handBack(ids),
     nodeDied: (node) => dispatcher.nodeDied(node),
     close: () => directory.close(),

@@ -97,6 +97,19 @@ export class Dispatcher {
   }
 
   /**
+   * A call was stolen from the node it was placed on: it runs on `thief`
+   * now, whose death places it again (at once, if the thief is dead already).
+   */
+  moved(id: string, epoch: number, thief: string): void {
+    const job = this.#placed.get(id)
+    if (!job || job.attempts !== epoch) return
+    job.node = thief
+    this.#directory.locate(id, thief)
+    const state = this.#registry.get(thief)?.state
+    if (state === undefined || state === 'dead') this.#retry(job, `node ${thief} died while running it`)
+  }
+
+  /**
    * A call's result was lost on its way here: it runs again, as if its node
    * had died; unless it was placed again since (`epoch` is an older placement).
    */

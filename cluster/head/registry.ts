@@ -128,6 +128,11 @@ export class NodeRegistry {
     return [...this.#nodes.values()]
   }
 
+  /** Ids of the nodes taken for dead (and not back since). */
+  dead(): string[] {
+    return this.list().flatMap((n) => (n.state === 'dead' ? [n.id] : []))
+  }
+
   alive(): ClusterNode[] {
     return this.list().filter((n) => n.state === 'alive')
   }

@@ -11,6 +11,7 @@ import type { InternalClient } from '../client.ts'
 import {
   Heartbeat,
   Leave,
+  Moved,
   type Peer,
   RegisterRequest,
   ROUTES,
@@ -51,7 +52,7 @@ export function headRoutes({ registry, backend, client, secret }: HeadRoutesOpti
     if (!registry.heartbeat(id, await readBody(c.req, Heartbeat, 'heartbeat'))) {
       throw new NotFoundError(`no live node ${id}: register again`)
     }
-    return c.json({ peers: peersOf(id) })
+    return c.json({ peers: peersOf(id), dead: registry.dead() })
   })
 
   app.post(ROUTES.leave, async (c) => {
@@ -61,6 +62,11 @@ export function headRoutes({ registry, backend, client, secret }: HeadRoutesOpti
     const { ids } = await readBody(c.req, Leave, 'leave')
     node.state = 'leaving'
     backend.handBack(ids)
+    return c.body(null, 204)
+  })
+
+  app.post(ROUTES.moved, async (c) => {
+    backend.moved(await readBody(c.req, Moved, 'moved'))
     return c.body(null, 204)
   })
 

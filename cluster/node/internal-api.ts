@@ -26,6 +26,7 @@ import type { InternalClient } from '../client.ts'
 import {
   CallBatch,
   fromWireArg,
+  Moved,
   type ObjectMeta,
   Release,
   ROUTES,
@@ -53,6 +54,8 @@ export interface InternalApiOptions {
   released(ids: string[]): void
   /** Results of calls a peer stole from here. */
   settled(report: SettledReport): void
+  /** Calls of this node's that a thief of them passed on to another. */
+  moved(body: Moved): void
 }
 
 /** The raw value of a ready object, or its error, or 202 while it is unfinished. */
@@ -117,6 +120,11 @@ export function internalApi(options: InternalApiOptions): Hono {
 
   app.post(ROUTES.release, async (c) => {
     options.released((await readBody(c.req, Release, 'release')).ids)
+    return c.body(null, 204)
+  })
+
+  app.post(ROUTES.moved, async (c) => {
+    options.moved(await readBody(c.req, Moved, 'moved'))
     return c.body(null, 204)
   })
 

@@ -32,7 +32,8 @@ export interface MembershipOptions {
   /** Where this node listens. */
   listening: { host: string; port: number }
   stats(): NodeStats
-  peers(peers: Peer[]): void
+  /** The head's latest word on the others: the live peers, and the nodes it has taken for dead. */
+  peers(peers: Peer[], dead: string[]): void
 }
 
 /** The local address this host uses to reach `url`: the one its peers can reach it on too. */
@@ -115,7 +116,7 @@ export class Membership {
         })
         if (answer.id !== this.#options.id) this.#options.id = answer.id
         this.#registered = true
-        this.#options.peers(answer.peers)
+        this.#options.peers(answer.peers, [])
         this.#schedule()
         return
       } catch (err) {
@@ -145,7 +146,7 @@ export class Membership {
     const { client, head } = this.#options
     try {
       const answer = await client.heartbeat(head, this.#options.id, this.#options.stats())
-      this.#options.peers(answer.peers)
+      this.#options.peers(answer.peers, answer.dead)
     } catch (err) {
       if (err instanceof MagpieError && err.code === 'NOT_FOUND') {
         // The head does not know this node (it restarted, or took it for dead): join again.

@@ -16,6 +16,7 @@ import { Outbox, Outboxes } from '../outbox.ts'
 import {
   canRun,
   fromWireArg,
+  type Moved,
   newNodeId,
   ownerOf,
   type SettledReport,
@@ -23,6 +24,7 @@ import {
   type StolenCall,
   toWireArg,
 } from '../protocol.ts'
+import { Delegations } from './delegations.ts'
 import { internalApi } from './internal-api.ts'
 import { Membership } from './membership.ts'
 import { Reports } from './reports.ts'
@@ -93,6 +95,19 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       }),
   )
 
+  /** Calls of this node's that run elsewhere: run here again if lost there. */
+  const delegations = new Delegations(node)
+  /** Owners told of their calls that moved from here to a thief. */
+  const movedNotices = new Outboxes<Moved['calls'][number]>(
+    (owner) =>
+      new Outbox({
+        send: (calls) => client.moved(owner, { calls }),
+        // An owner that cannot hear it placed them here: they run again when this node dies.
+        onGiveUp: (calls, cause) =>
+          warn('an owner was not told where its calls went', { owner, calls: calls.length, cause }),
+      }),
+  )
+
   /** Settles an object here with a copy of it from the node at `from`. */
   const copyFrom = (id: string, from: string) =>
     client.readObject(id, from).then(
@@ -110,7 +125,9 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       // The result goes to the call's owner straight, never through this node.
       const owner = reports.ownerOf(task.id) ?? address
       const epoch = reports.epochOf(task.id)
-      if (owner !== address) {
+      if (owner === address) delegations.gave(task, thief.id)
+      else {
+        movedNotices.push(owner, { id: task.id, epoch, thief: thief.id })
         reports.forget(task.id)
         // Others may still look for it here, as the head last knew: point them on.
         moved.set(task.id, thief.address)
@@ -133,20 +150,37 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   /** Results of calls a peer stole from here. */
   const settled = (report: SettledReport) => {
     for (const o of report.objects) {
-      if (o.status === 'ready' && o.value !== undefined)
-        node.store.settle(o.id, { value: { kind: 'json', text: o.value } })
-      else if (o.status === 'ready') {
+      const lostThere = `node ${report.node} could not deliver the result`
+      if (o.status === 'lost') {
+        if (delegations.has(o.id)) delegations.lost(o.id, lostThere)
+        else
+          node.store.settle(o.id, {
+            error: { code: 'WORKER_CRASHED', message: lostThere, attempts: o.attempts },
+          })
+      } else if (o.status === 'ready' && o.value === undefined) {
         // Once copied here, the thief's copy is just a copy (kept a while: more calls may want it there).
-        copyFrom(o.id, report.address).then(() => releases.push(report.address, o.id))
-      } else if (o.status === 'lost') {
-        node.store.settle(o.id, {
-          error: {
-            code: 'WORKER_CRASHED',
-            message: `node ${report.node} could not deliver the result`,
-            attempts: o.attempts,
+        client.readObject(o.id, report.address).then(
+          (value) => {
+            delegations.settled(o.id)
+            node.store.settle(o.id, { value })
+            releases.push(report.address, o.id)
           },
-        })
-      } else if (o.error) node.store.settle(o.id, { error: o.error, cancelled: o.status === 'cancelled' })
+          (err: unknown) => {
+            // Gone with its node before it was copied: made again here, if the call may run again.
+            if (delegations.has(o.id)) delegations.lost(o.id, `its result was lost with node ${report.node}`)
+            else node.store.settle(o.id, { error: serializeError(err, 'OBJECT_LOST') })
+          },
+        )
+      } else {
+        delegations.settled(o.id)
+        if (o.status === 'ready')
+          node.store.settle(o.id, { value: { kind: 'json', text: o.value as string } })
+        else
+          node.store.settle(o.id, {
+            error: o.error ?? { code: 'TASK_CANCELLED', message: 'cancelled' },
+            cancelled: o.status === 'cancelled',
+          })
+      }
     }
   }
 
@@ -162,6 +196,9 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       for (const id of ids) reports.released(id)
     },
     settled,
+    moved: (body) => {
+      for (const { id, thief } of body.calls) delegations.moved(id, thief)
+    },
   })
   const host = options.host ?? '127.0.0.1'
   const server = await listen(app.fetch, options.port ?? 0, host)
@@ -171,7 +208,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     node,
     client,
     resources: options.resources ?? {},
-    address: () => self().address,
+    self,
     run: (stolen) => {
       for (const c of stolen) {
         const spec = { id: c.id, fn: c.fn, args: c.args.map(fromWireArg), options: c.options }
@@ -189,7 +226,8 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     advertiseUrl: options.advertiseUrl,
     listening: { host, port: server.port },
     stats: () => node.stats(),
-    peers: (peers) => {
+    peers: (peers, dead) => {
+      delegations.dead(dead)
       thief.setPeers(peers)
       peerAddresses.clear()
       for (const peer of peers) peerAddresses.set(peer.id, peer.address)

@@ -16,8 +16,8 @@ export interface ThiefOptions {
   everyMs?: number
   /** This node's custom resources: it takes only calls it can run. */
   resources: Record<string, number>
-  /** This node's address, where the results of what it steals can be read. */
-  address(): string
+  /** This node's id and address (where the results of what it steals can be read). */
+  self(): { id: string; address: string }
 }
 
 /** How often an idle node asks a peer not known to be busy, in ms. */
@@ -65,7 +65,7 @@ export class Thief {
     const { node, client } = this.#options
     try {
       const calls = await client.steal(victim.address, {
-        address: this.#options.address(),
+        ...this.#options.self(),
         holds: node.store.largest(BIG_OBJECT, 256),
         cpus: node.cpus,
         resources: this.#options.resources,
