@@ -20,7 +20,8 @@ commands:
         object store (start, --join, --nodes): [--object-store-memory 30%] memory for object values
                               (bytes, 64MiB, 2GB or a share of RAM); [--state DIR] where values spill
                               to disk (default a temporary folder); [--spill-limit SIZE] disk for them
-        gateway (start, --head, --nodes): [--max-body 64MiB] largest request body
+        gateway (start, --head, --nodes): [--max-body 64MiB] largest request body;
+                              [--metrics-public] /metrics without the token
   invoke NAME [JSON] [--async] call a function (JSON: an array of arguments)
   get ID                       read an object, waiting until it is ready
   status                       nodes, queues and objects at a glance
@@ -45,6 +46,7 @@ async function main(argv: string[]): Promise<number> {
       secret: { type: 'string' },
       'secret-file': { type: 'string' },
       'advertise-url': { type: 'string' },
+      'metrics-public': { type: 'boolean' },
       resources: { type: 'string' },
       'object-store-memory': { type: 'string' },
       state: { type: 'string' },
@@ -70,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
         maxBody: values['max-body'],
         secretFile: values['secret-file'],
         advertiseUrl: values['advertise-url'],
+        metricsPublic: values['metrics-public'],
       })
     case 'invoke':
       return runInvoke(url, token, positionals, values.async === true)
@@ -81,6 +84,13 @@ async function main(argv: string[]): Promise<number> {
       console.error(`unknown command: ${command}\n\n${USAGE}`)
       return 2
   }
+}
+
+// A reader of our output that went away (EPIPE) is no reason to crash, nor to stop stopping.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err
+  })
 }
 
 main(process.argv.slice(2)).then(

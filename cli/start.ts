@@ -29,6 +29,7 @@ export interface StartFlags {
   secret?: string | undefined
   secretFile?: string | undefined
   advertiseUrl?: string | undefined
+  metricsPublic?: boolean | undefined
   resources?: string | undefined
   objectStoreMemory?: string | undefined
   state?: string | undefined
@@ -157,6 +158,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
       port,
       host,
       token: flags.token,
+      metricsPublic: flags.metricsPublic,
       secret,
       stateDir,
       advertiseUrl,
@@ -207,6 +209,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
     port,
     host,
     token: flags.token,
+    metricsPublic: flags.metricsPublic,
     ...(cpus === undefined ? {} : { cpus }),
     ...store,
     ...gateway,

@@ -63,7 +63,10 @@ export function ownerOf(objectId: string): string | undefined {
 /** Whether a node with these CPUs and resources could run a call with these options. */
 export function canRun(options: CallOptions, cpus: number, resources: Record<string, number>): boolean {
   if ((options.numCpus ?? 1) > cpus) return false
-  return Object.entries(options.resources ?? {}).every(([name, amount]) => (resources[name] ?? 0) >= amount)
+  // Own properties only: a resource named like an Object method ("toString") is just a name.
+  return Object.entries(options.resources ?? {}).every(
+    ([name, amount]) => (Object.hasOwn(resources, name) ? (resources[name] as number) : 0) >= amount,
+  )
 }
 
 /** Hosts a process listens on that no peer can connect to. */

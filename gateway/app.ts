@@ -21,6 +21,8 @@ export interface GatewayAppOptions {
   maxBodyBytes?: number
   /** Token every /v1 call must carry, if set. */
   token?: string | undefined
+  /** Serve /metrics without the token (for a scraper inside a trusted network). */
+  metricsPublic?: boolean | undefined
   /** The head's routes for its nodes (under /internal, behind the cluster secret). */
   internal?: Hono | undefined
 }
@@ -57,6 +59,7 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
 
   app.use('/v1/*', limitBody(maxBodyBytes))
   if (options.token) app.use('/v1/*', bearerToken(options.token))
+  if (options.token && !options.metricsPublic) app.use('/metrics', bearerToken(options.token))
 
   if (options.internal) app.route('/', options.internal)
   app.route('/', healthRoutes(options.backend))

@@ -6,9 +6,9 @@ import { MagpieError } from '../sdk/errors.ts'
 export function bearerToken(token: string): MiddlewareHandler {
   const expected = Buffer.from(token)
   return async function requireBearerToken(c, next) {
-    const header = c.req.header('authorization')
+    const header = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')
     if (!header) throw new MagpieError('an Authorization: Bearer token is required', { code: 'UNAUTHORIZED' })
-    const given = Buffer.from(header.replace(/^Bearer\s+/i, ''))
+    const given = Buffer.from(header[1] as string)
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
       throw new MagpieError('the token is not valid', { code: 'FORBIDDEN' })
     }

@@ -24,6 +24,8 @@ export interface HeadOptions {
   port?: number
   host?: string
   token?: string | undefined
+  /** Serve /metrics without the token. */
+  metricsPublic?: boolean | undefined
   /** Shared with the nodes: given, else kept in the state folder from an earlier start, else made up. */
   secret?: string | undefined
   /** Where the head keeps what outlives it (its secret, the join command); default a temporary folder. */
@@ -71,6 +73,7 @@ export async function startHead(options: HeadOptions) {
     backend,
     functions,
     token: options.token,
+    metricsPublic: options.metricsPublic,
     internal: headRoutes({ registry, backend, client, secret }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })

@@ -51,12 +51,40 @@ export async function readValue(c: Context): Promise<EncodedValue> {
   return { kind: 'json', text }
 }
 
+/** How deeply JSON bodies may nest: deeper values would overflow the stack of whatever walks them. */
+export const MAX_JSON_DEPTH = 512
+
 export function parseJson(text: string): unknown {
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch (err) {
     throw new BadRequestError(`malformed JSON: ${(err as Error).message}`)
   }
+  if (nestingOver(text, MAX_JSON_DEPTH)) {
+    throw new BadRequestError(`JSON nested more than ${MAX_JSON_DEPTH} levels deep`)
+  }
+  return value
+}
+
+/** Whether JSON text (already known valid) nests arrays and objects more than `max` deep. */
+function nestingOver(text: string, max: number): boolean {
+  // A text no longer than the limit cannot nest deeper: most bodies skip the scan.
+  if (text.length <= max) return false
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i)
+    if (inString) {
+      if (ch === 0x5c)
+        i++ // backslash: skip the escaped character
+      else if (ch === 0x22) inString = false
+    } else if (ch === 0x22) inString = true
+    else if (ch === 0x5b || ch === 0x7b) {
+      if (++depth > max) return true
+    } else if (ch === 0x5d || ch === 0x7d) depth--
+  }
+  return false
 }
 
 /** Arguments and options of a call: a JSON array, `{"args": [...], "options": {...}}`, or raw bytes. */

@@ -20,8 +20,10 @@ export interface PlatformOptions {
   host?: string
   /** Worker threads (default: one per core). */
   cpus?: number
-  /** Token every /v1 call must carry. */
+  /** Token every /v1 call (and /metrics) must carry. */
   token?: string | undefined
+  /** Serve /metrics without the token. */
+  metricsPublic?: boolean | undefined
   /** Bytes of object values the node keeps in memory (default 30% of RAM). */
   objectStoreMemory?: number
   /** Bytes of values spilled to disk allowed (default: what the disk takes). */
@@ -63,6 +65,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     backend,
     functions,
     token: options.token,
+    metricsPublic: options.metricsPublic,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })
   const server = await listen(app.fetch, options.port ?? 8080, host)

@@ -52,9 +52,9 @@ export class Dispatcher {
     this.soon()
   }
 
-  /** Queues a task again (a retry), ahead of its turn. */
+  /** Queues a task again (a retry), ahead of its turn; not one whose object was freed meanwhile. */
   requeue(task: Task): void {
-    this.#scheduler.requeue(task)
+    if (this.#wanted(task)) this.#scheduler.requeue(task)
   }
 
   /** Dispatches once the event loop has taken in everything that is ready. */

@@ -56,6 +56,9 @@ export interface RemoteFunction<F extends AnyFunction = AnyFunction> {
   options(options: CallOptions): RemoteFunction<F>
 }
 
+/** The longest time limit a call may have: a day. */
+export const MAX_TIMEOUT_MS = 24 * 3600 * 1000
+
 /** Checks call options once, at the edge, with messages that name the field. */
 export function checkCallOptions(value: unknown, where = 'options'): CallOptions {
   if (value === undefined || value === null) return {}
@@ -71,6 +74,8 @@ export function checkCallOptions(value: unknown, where = 'options'): CallOptions
     ;(out as Record<string, unknown>)[key] = v
   }
   nonNegative('timeoutMs', false)
+  if ((out.timeoutMs ?? 0) > MAX_TIMEOUT_MS)
+    throw new TypeError(`${where}.timeoutMs must be at most ${MAX_TIMEOUT_MS} (a day)`)
   nonNegative('maxRetries', true)
   nonNegative('numCpus', false)
   nonNegative('ttlS', false)

@@ -23,7 +23,22 @@ describe('token', () => {
     await anonymous.close()
   })
 
-  it('leaves /healthz open', async () => {
+  it('takes the token only as a Bearer token', async () => {
+    const bare = await fetch(`${ctx.url}/v1/functions`, { headers: { authorization: 's3cret-token' } })
+    expect(bare.status).toBe(401)
+    const basic = await fetch(`${ctx.url}/v1/functions`, { headers: { authorization: 'Basic s3cret-token' } })
+    expect(basic.status).toBe(401)
+  })
+
+  it('wants the token for /metrics too', async () => {
+    expect((await fetch(`${ctx.url}/metrics`)).status).toBe(401)
+    const metrics = await fetch(`${ctx.url}/metrics`, { headers: { authorization: 'Bearer s3cret-token' } })
+    expect(metrics.status).toBe(200)
+    expect(await metrics.text()).toContain('magpie_')
+  })
+
+  it('leaves /healthz and /readyz open', async () => {
     expect((await fetch(`${ctx.url}/healthz`)).status).toBe(200)
+    expect((await fetch(`${ctx.url}/readyz`)).status).toBe(200)
   })
 })

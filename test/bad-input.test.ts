@@ -37,6 +37,56 @@ describe('bad input', () => {
     expect(((await noTtl.json()) as { error: { message: string } }).error.message).toContain('ttlS')
   })
 
+  it('rejects JSON nested deeper than the limit with 400, and takes what is within it', async () => {
+    const deep = `[${'['.repeat(600)}1${']'.repeat(600)}]`
+    await expectError(await post('/v1/functions/echo/invoke', deep), 400, 'BAD_REQUEST')
+    const fine = `[${'['.repeat(100)}1${']'.repeat(100)}]`
+    const echoed = await post('/v1/functions/echo/invoke?wait=10', fine)
+    expect(echoed.status).toBe(200)
+    // Brackets inside strings are text, not nesting.
+    const inString = await post('/v1/functions/echo/invoke?wait=10', JSON.stringify(['['.repeat(1000)]))
+    expect(inString.status).toBe(200)
+  })
+
+  it('rejects a timeoutMs over a day with 400', async () => {
+    const response = await post(
+      '/v1/functions/square/invoke',
+      '{"args": [1], "options": {"timeoutMs": 86400001}}',
+    )
+    expect(response.status).toBe(400)
+    expect(((await response.json()) as { error: { message: string } }).error.message).toContain('timeoutMs')
+  })
+
+  it('treats a resource named like an Object method as a name', async () => {
+    const response = await post(
+      '/v1/functions/square/invoke?wait=10',
+      '{"args": [3], "options": {"resources": {"toString": 0}}}',
+    )
+    expect(response.status).toBe(200)
+    expect(await response.json()).toBe(9)
+  })
+
+  it('answers an empty stream request at once', async () => {
+    const started = Date.now()
+    const response = await post('/v1/objects/stream', '{"ids": []}')
+    expect(response.status).toBe(200)
+    expect(await response.text()).toBe('')
+    expect(Date.now() - started).toBeLessThan(5000)
+  })
+
+  it('answers HEAD on a byte object with its headers and no body', async () => {
+    const put = await post('/v1/objects', new Uint8Array([1, 2, 3]), {
+      'content-type': 'application/octet-stream',
+    })
+    const { id } = (await put.json()) as { id: string }
+    const head = await fetch(`${ctx.url}/v1/objects/${id}`, { method: 'HEAD' })
+    expect(head.status).toBe(200)
+    expect(head.headers.get('content-type')).toBe('application/octet-stream')
+    expect(await head.text()).toBe('')
+    const get = await fetch(`${ctx.url}/v1/objects/${id}`)
+    expect([...new Uint8Array(await get.arrayBuffer())]).toEqual([1, 2, 3])
+  })
+
   it('404s an unknown function when it is invoked, not later', async () => {
     await expectError(await post('/v1/functions/nope/invoke', '[1]'), 404, 'FUNCTION_NOT_FOUND')
   })

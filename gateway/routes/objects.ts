@@ -126,6 +126,7 @@ export function objectRoutes(backend: Backend): Hono {
       )
       const timer = setTimeout(finish, seconds * 1000)
       out.onAbort(finish)
+      if (ids.length === 0) finish()
       await finished
       clearTimeout(timer)
       for (const off of offs) off()

@@ -19,6 +19,8 @@ export const STREAM_FROM_DISK_BYTES = 1024 * 1024
 
 /** Node's response object, when the request came through Node's server and nothing was sent yet. */
 function socketResponse(c: Context | undefined): ServerResponse | undefined {
+  // A HEAD answer goes the usual way, so that the server leaves out its body.
+  if (c?.req.method === 'HEAD') return undefined
   const outgoing = (c?.env as { outgoing?: unknown } | undefined)?.outgoing
   return outgoing instanceof ServerResponse && !outgoing.headersSent ? outgoing : undefined
 }
