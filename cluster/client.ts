@@ -46,6 +46,22 @@ export function isTransient(err: unknown): boolean {
   return status >= 500 || status === 429
 }
 
+/** Error codes of a connection that could not be made or was cut. */
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+])
+
+/** Whether a request failed because the other process could not be reached (not because it answered). */
+export function isUnreachable(err: unknown): boolean {
+  return UNREACHABLE.has((err as NodeJS.ErrnoException | undefined)?.code ?? '')
+}
+
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text)

@@ -1,15 +1,9 @@
 /** How the gateway answers with an object: its value, its error, or its status while it is unfinished. */
 import type { Context } from 'hono'
 import type { Backend, ObjectInfo } from '../node/backend.ts'
-import { bytesResponse, errorResponse } from '../node/http/responses.ts'
+import { bytesResponse, errorResponse, pendingResponse } from '../node/http/responses.ts'
 import { ID_HEADER, JSON_TYPE } from '../sdk/codec.ts'
 import { ObjectNotFoundError } from '../sdk/errors.ts'
-
-/** 202 with the object's status, and where to poll it. */
-export function pendingResponse(c: Context, id: string, status: string): Response {
-  c.header('Location', `/v1/objects/${id}`)
-  return c.json({ id, status }, 202)
-}
 
 /** The value (200), the error, or the status (202) of an object; 404 if it is gone. */
 export async function objectResponse(

@@ -156,7 +156,8 @@ export class Client {
         parseWithRefs,
       )) {
         if (line.status !== 'ready') throw deserializeError(line.error)
-        const value = line.contentType === undefined ? line.value : await this.#read(line.id, 0)
+        // A value read on its own may be unfinished again by now (being made again after its node died).
+        const value = line.contentType === undefined ? line.value : await this.#getOne(line.id, deadline)
         pending.delete(line.id)
         yield [line.id, value]
       }

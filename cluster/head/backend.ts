@@ -7,19 +7,22 @@
  * held by nodes from before the head restarted) are looked up on the nodes.
  */
 import type { Backend, NodeInfo } from '../../node/backend.ts'
-import { streamResponse } from '../../node/http/responses.ts'
+import { errorResponse, pendingResponse, streamResponse } from '../../node/http/responses.ts'
 import type { TaskSpec } from '../../node/task.ts'
 import { asBuffer } from '../../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, contentTypeOf, type EncodedValue, ID_HEADER } from '../../sdk/codec.ts'
 import { MagpieError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
-import type { InternalClient } from '../client.ts'
+import { type InternalClient, isUnreachable } from '../client.ts'
 import { warn } from '../log.ts'
 import { INLINE_MAX, type Moved, type ObjectMeta, ownerOf, type SettledReport } from '../protocol.ts'
 import { Directory, type DirectoryRecord } from './directory.ts'
 import { Dispatcher } from './dispatcher.ts'
 import { place } from './placement.ts'
 import type { ClusterNode, NodeRegistry } from './registry.ts'
+
+/** An id no object has: asking a node for it tells whether the node still answers. */
+const PROBE_ID = 'probe-no-object-0'
 
 export interface ClusterBackendOptions {
   registry: NodeRegistry
@@ -50,8 +53,47 @@ export interface ClusterBackend extends Backend {
 
 export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
   const { registry, client, config } = options
-  const directory = new Directory({ ttlMs: options.ttlMs ?? 3600_000, spillDir: options.spillDir })
+  const directory = new Directory({
+    ttlMs: options.ttlMs ?? 3600_000,
+    spillDir: options.spillDir,
+    forgotten: (id) => dispatcher.forget(id),
+  })
   const dispatcher = new Dispatcher({ registry, directory, client })
+
+  /**
+   * What a dead node held is made again where its call may run again
+   * (lineage); the rest fails one way everywhere: 410 OBJECT_LOST, naming
+   * the node and the call.
+   */
+  function lostWith(node: ClusterNode): void {
+    for (const record of directory.heldOn(node.id)) {
+      const call = dispatcher.lineageOf(record.id)
+      if (dispatcher.rebuild(record.id)) continue
+      const what = call
+        ? `its call of ${call.fn} ran ${call.attempts} times, its limit (maxRetries ${call.maxRetries})`
+        : record.function
+          ? `it was made inside a function on that node, which owned it`
+          : 'a put cannot be made again'
+      directory.lose(record.id, {
+        code: 'OBJECT_LOST',
+        message: `object ${record.id} was on node ${node.id}, which died; ${what}`,
+      })
+    }
+  }
+
+  /**
+   * A holder that could not be reached: if a fresh connection is refused too,
+   * nothing listens there any more, and it is taken for dead now (rather than
+   * when it misses its heartbeats), so that what it held is made again.
+   */
+  async function unreachable(nodeId: string | undefined, err: unknown): Promise<void> {
+    const node = registry.get(nodeId ?? '')
+    if (!node || node.state === 'dead' || !isUnreachable(err)) return
+    const refused = (e: unknown) => (e as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED'
+    if (refused(err) || (await client.meta(node.address, PROBE_ID).then(() => false, refused))) {
+      registry.markDead(node.id)
+    }
+  }
 
   const addressOf = (nodeId: string | undefined) => (nodeId ? registry.get(nodeId)?.address : undefined)
 
@@ -159,8 +201,16 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
 
     async locate(id) {
       const named = registry.get(ownerOf(id) ?? '')
+      if (named?.state === 'dead') {
+        // Made on a node that died, which owned it: gone with it, and said so like every lost object.
+        if (directory.create(id, null, { node: named.id })) {
+          const message = `object ${id} was made on node ${named.id}, which died, and it died with its owner`
+          directory.settle(id, { error: { code: 'OBJECT_LOST', message } })
+        }
+        return true
+      }
       // An id that names no live node may be held by any: a put of a head that has restarted since.
-      const candidates = named ? (named.state === 'dead' ? [] : [named]) : registry.alive()
+      const candidates = named ? [named] : registry.alive()
       const found = await findOnNodes(id, candidates)
       if (!found) return false
       const [node, meta] = found
@@ -180,7 +230,20 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     async streamValue(c, entry) {
       const at = directory.value(entry.id) ? undefined : addressOf(entry.node)
       if (!at) return undefined
-      const found = await client.streamObject(at, entry.id)
+      let found: Awaited<ReturnType<InternalClient['streamObject']>>
+      try {
+        found = await client.streamObject(at, entry.id)
+      } catch (err) {
+        await unreachable(entry.node, err)
+        const now = directory.lookup(entry.id)
+        // Being made again: the reader polls, and waits for it.
+        if (now?.status === 'pending' || now?.status === 'running')
+          return pendingResponse(c, entry.id, now.status)
+        if (now?.error) return errorResponse(now.error, { [ID_HEADER]: entry.id })
+        // Not known gone yet: the reader asks again shortly.
+        if (isUnreachable(err)) return pendingResponse(c, entry.id, 'running')
+        throw err
+      }
       // Moved, unfinished there, or gone: the whole read sorts it out.
       if (!found) return undefined
       return streamResponse(c, found.body, { ...found.headers, [ID_HEADER]: entry.id })
@@ -191,7 +254,10 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       if (here) return here
       const at = addressOf(entry.node)
       if (!at) throw new MagpieError(`object ${entry.id} was on a node that is gone`, { code: 'OBJECT_LOST' })
-      return client.readObject(entry.id, at, true)
+      return client.readObject(entry.id, at, true).catch(async (err: unknown) => {
+        await unreachable(entry.node, err)
+        throw err
+      })
     },
 
     async delete(id) {
@@ -229,7 +295,8 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
           dispatcher.lost(o.id, o.epoch, `node ${report.node} could not deliver its result`)
           continue
         }
-        const attempts = dispatcher.finished(o.id) ?? o.attempts
+        const held = o.status === 'ready' && o.value === undefined
+        const attempts = dispatcher.finished(o.id, held) ?? o.attempts
         // A call of a head that has restarted since: its result is readable here all the same.
         if (!directory.lookup(o.id)) directory.create(o.id, null)
         // The node that ran it holds the value (a thief, if the call was stolen).
@@ -254,7 +321,10 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       for (const { id, epoch, thief } of body.calls) dispatcher.moved(id, epoch, thief)
     },
     handBack: (ids) => dispatcher.handBack(ids),
-    nodeDied: (node) => dispatcher.nodeDied(node),
+    nodeDied: (node) => {
+      dispatcher.nodeDied(node)
+      lostWith(node)
+    },
     close: () => directory.close(),
   }
 }

@@ -50,6 +50,8 @@ export interface DirectoryOptions {
   /** Folder for inline values that do not fit in memory. */
   spillDir: string
   now?: () => number
+  /** Told of every object forgotten (freed, or past its TTL). */
+  forgotten?: (id: string) => void
 }
 
 export class Directory {
@@ -60,8 +62,10 @@ export class Directory {
   readonly #ttlMs: number
   readonly #now: () => number
   readonly #sweeper: ReturnType<typeof setInterval>
+  readonly #forgotten: (id: string) => void
 
   constructor(options: DirectoryOptions) {
+    this.#forgotten = options.forgotten ?? (() => {})
     if (!(options.ttlMs > 0)) throw new TypeError('options.ttlMs must be a positive number')
     this.#ttlMs = options.ttlMs
     this.#now = options.now ?? Date.now
@@ -146,6 +150,42 @@ export class Directory {
     this.#waiters.notify(id, record)
   }
 
+  /**
+   * A ready object whose value was lost with its node is to be made again:
+   * unfinished once more, so that reads wait for it.
+   */
+  reopen(id: string): void {
+    const record = this.#records.get(id)
+    if (record?.status !== 'ready') return
+    if (record.inline) this.#values.remove(id)
+    if (record.bucket !== 0) this.#expiries.remove(id, record.bucket)
+    Object.assign(record, {
+      status: 'pending',
+      size: 0,
+      contentType: null,
+      inline: false,
+      expiresAt: 0,
+      bucket: 0,
+    })
+  }
+
+  /** A ready object whose value was lost and cannot be made again: failed, with why. */
+  lose(id: string, error: SerializedError): void {
+    const record = this.#records.get(id)
+    if (record?.status !== 'ready') return
+    record.status = 'failed'
+    record.error = error
+  }
+
+  /** Ready objects whose value is held by `node` alone (not inline here). */
+  heldOn(node: string): DirectoryRecord[] {
+    const held: DirectoryRecord[] = []
+    for (const record of this.#records.values()) {
+      if (record.node === node && record.status === 'ready' && !record.inline) held.push(record)
+    }
+    return held
+  }
+
   /** The inline value of a ready object, if the head keeps it. */
   value(id: string): EncodedValue | undefined {
     return this.#records.get(id)?.inline ? this.#values.get(id, false) : undefined
@@ -206,5 +246,6 @@ export class Directory {
     if (record.bucket !== 0) this.#expiries.remove(record.id, record.bucket)
     if (record.inline) this.#values.remove(record.id)
     this.#waiters.notify(record.id, undefined)
+    this.#forgotten(record.id)
   }
 }

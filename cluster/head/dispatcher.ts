@@ -36,6 +36,8 @@ export class Dispatcher {
   readonly #registry: NodeRegistry
   readonly #directory: Directory
   readonly #placed = new Map<string, Placed>()
+  /** Finished calls whose results are held on nodes: their lineage, to make them again if that node dies. */
+  readonly #lineage = new Map<string, Placed>()
   readonly #outboxes: Outboxes<OutgoingCall>
 
   constructor(options: DispatcherOptions) {
@@ -68,16 +70,44 @@ export class Dispatcher {
     return this.#dispatch(job)
   }
 
-  /** The call settled: it is no longer in flight. Its attempts so far. */
-  finished(id: string): number | undefined {
+  /**
+   * The call settled: it is no longer in flight. Its attempts so far. A
+   * result held on a node (`held`) keeps its call, to be made again should
+   * that node die.
+   */
+  finished(id: string, held = false): number | undefined {
     const job = this.#placed.get(id)
     this.#placed.delete(id)
+    if (job && held) this.#lineage.set(id, job)
     return job?.attempts
   }
 
   /** Forgets a call whose object was freed. */
   forget(id: string): void {
     this.#placed.delete(id)
+    this.#lineage.delete(id)
+  }
+
+  /**
+   * Runs again the call that made a result lost with its node; false if it
+   * cannot (a put, or a call whose retries are spent). Its own arguments, if
+   * lost too, are made again the same way, and it waits for them.
+   */
+  rebuild(id: string): boolean {
+    const job = this.#lineage.get(id)
+    if (!job || job.attempts > job.maxRetries) return false
+    this.#lineage.delete(id)
+    job.attempts += 1
+    this.#placed.set(id, job)
+    this.#directory.reopen(id)
+    if (!this.#dispatch(job)) this.#fail(job, 'NO_CAPACITY', 'no live node is left to run it')
+    return true
+  }
+
+  /** The call that made a result, if it could be made again. */
+  lineageOf(id: string): { fn: string; attempts: number; maxRetries: number } | undefined {
+    const job = this.#lineage.get(id)
+    return job && { fn: job.spec.fn, attempts: job.attempts, maxRetries: job.maxRetries }
   }
 
   /** Calls a leaving node hands back, placed elsewhere as they are. */

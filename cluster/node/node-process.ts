@@ -9,10 +9,11 @@ import { LRUCache } from 'lru-cache'
 import { listen } from '../../node/http/listen.ts'
 import { type FunctionCatalog, LocalNode } from '../../node/node.ts'
 import { argumentIds } from '../../node/task.ts'
+import type { EncodedValue } from '../../sdk/codec.ts'
 import { serializeError } from '../../sdk/errors.ts'
-import { InternalClient } from '../client.ts'
+import { InternalClient, isUnreachable } from '../client.ts'
 import { warn } from '../log.ts'
-import { Outbox, Outboxes } from '../outbox.ts'
+import { backoffDelay, Outbox, Outboxes } from '../outbox.ts'
 import {
   canRun,
   fromWireArg,
@@ -32,6 +33,8 @@ import { Thief } from './thief.ts'
 
 /** Stolen calls whose thief a node remembers, to point readers on. */
 const MOVED_KEPT = 100_000
+/** How long a node keeps asking an object's owner for it while its holder cannot be reached. */
+const OWNER_READ_MS = 30_000
 /** How long a leaving node lets its running calls finish. */
 const LEAVE_GRACE_MS = 30_000
 
@@ -72,7 +75,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
-    fetchRemote: (id, at) => client.readObject(id, at),
+    fetchRemote: (id, at) => fetchObject(id, at),
     locate: (id) => {
       const at = moved.get(id)
       if (at) return at
@@ -83,6 +86,33 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     },
   })
   const self = () => ({ id: membership.id, address: membership.address })
+
+  /**
+   * Reads an object from the node at `at`; if that node cannot be reached,
+   * from its owner (the head, or the node its id names), which knows whether
+   * it is being made again after its node died, and waits for that.
+   */
+  async function fetchObject(id: string, at: string): Promise<EncodedValue> {
+    try {
+      return await client.readObject(id, at)
+    } catch (err) {
+      const owner = ownerOf(id)
+      const from = owner ? peerAddresses.get(owner) : head
+      if (!isUnreachable(err) || !from || from === at) throw err
+      const until = Date.now() + OWNER_READ_MS
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await client.readObject(id, from)
+        } catch (again) {
+          // The owner may still point at the dead node until it takes it for dead.
+          if (!isUnreachable(again) || Date.now() > until) throw again
+          await new Promise((resolve) =>
+            setTimeout(resolve, backoffDelay(attempt, { baseMs: 100, maxMs: 1000 })),
+          )
+        }
+      }
+    }
+  }
   const reports = new Reports({ node, client, self })
   /** Owners that copied big results of calls stolen from them, by the thief that keeps the copy. */
   const releases = new Outboxes<string>(

@@ -1,11 +1,12 @@
 /** Functions: list them, read one, and invoke one. */
 import { Hono } from 'hono'
 import type { Backend } from '../../node/backend.ts'
+import { pendingResponse } from '../../node/http/responses.ts'
 import { ID_HEADER, newObjectId } from '../../sdk/codec.ts'
 import { FunctionNotFoundError } from '../../sdk/errors.ts'
 import { checkBatch, checkId, parseJson, readCall, refsOf, requireObjects, waitParam } from '../http-input.ts'
 import { type FunctionRegistry, publicInfo } from '../registry/registry.ts'
-import { objectResponse, pendingResponse } from '../respond.ts'
+import { objectResponse } from '../respond.ts'
 
 export function functionRoutes(backend: Backend, functions: FunctionRegistry): Hono {
   const app = new Hono()

@@ -101,3 +101,9 @@ export function errorResponse(error: SerializedError, headers: Record<string, st
     headers: { 'content-type': JSON_TYPE, ...headers },
   })
 }
+
+/** 202 with the object's status, and where to poll it. */
+export function pendingResponse(c: Context, id: string, status: string): Response {
+  c.header('Location', `/v1/objects/${id}`)
+  return c.json({ id, status }, 202)
+}
