@@ -27,7 +27,7 @@ export async function startPlatformProcess(args: string[] = []): Promise<Platfor
   const url = await new Promise<string>((done, fail) => {
     child.stdout?.on('data', (chunk: Buffer) => {
       output += chunk
-      const match = /listening on (http:\/\/\S+)/.exec(output)
+      const match = /listening on (http:\/\/[^\s,]+)/.exec(output)
       if (match?.[1]) done(match[1])
     })
     child.once('exit', (code) => fail(new Error(`magpie start exited with ${code}: ${output}`)))
