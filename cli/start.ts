@@ -15,6 +15,7 @@ import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
 import { stopBundler } from '../gateway/registry/bundle.ts'
 import { FunctionRegistry } from '../gateway/registry/registry.ts'
+import { MAX_TIMEOUT_MS } from '../sdk/types.ts'
 import { parseBytes } from './units.ts'
 
 export interface StartFlags {
@@ -30,6 +31,7 @@ export interface StartFlags {
   secretFile?: string | undefined
   advertiseUrl?: string | undefined
   metricsPublic?: boolean | undefined
+  maxCallTime?: string | undefined
   resources?: string | undefined
   objectStoreMemory?: string | undefined
   state?: string | undefined
@@ -38,8 +40,13 @@ export interface StartFlags {
 }
 
 /** The object store flags, checked, as node options. */
-function storeFlags(flags: StartFlags): { objectStoreMemory?: number; spillLimit?: number } {
+function storeFlags(flags: StartFlags): {
+  objectStoreMemory?: number
+  spillLimit?: number
+  maxCallTimeMs?: number
+} {
   return {
+    ...(flags.maxCallTime === undefined ? {} : { maxCallTimeMs: maxCallTimeFlag(flags.maxCallTime) }),
     ...(flags.objectStoreMemory === undefined
       ? {}
       : { objectStoreMemory: parseBytes('object-store-memory', flags.objectStoreMemory) }),
@@ -52,8 +59,20 @@ function storeArgs(flags: StartFlags): string[] {
   const args: string[] = []
   if (flags.objectStoreMemory !== undefined) args.push('--object-store-memory', flags.objectStoreMemory)
   if (flags.spillLimit !== undefined) args.push('--spill-limit', flags.spillLimit)
+  if (flags.maxCallTime !== undefined) args.push('--max-call-time', flags.maxCallTime)
   if (flags.state !== undefined) args.push('--state', resolve(flags.state))
   return args
+}
+
+/** `--max-call-time`: seconds, fractions allowed, up to a day; in ms. */
+function maxCallTimeFlag(raw: string): number {
+  const seconds = Number(raw)
+  if (!/^\d+(\.\d+)?$/.test(raw) || !(seconds > 0) || seconds > MAX_TIMEOUT_MS / 1000) {
+    throw new Error(
+      `--max-call-time must be a number of seconds above 0 and at most ${MAX_TIMEOUT_MS / 1000}`,
+    )
+  }
+  return seconds * 1000
 }
 
 function integerFlag(name: string, raw: string | undefined, min: number): number | undefined {

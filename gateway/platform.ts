@@ -26,6 +26,8 @@ export interface PlatformOptions {
   metricsPublic?: boolean | undefined
   /** Bytes of object values the node keeps in memory (default 30% of RAM). */
   objectStoreMemory?: number
+  /** The longest any call may run, in ms (`--max-call-time`). */
+  maxCallTimeMs?: number | undefined
   /** Bytes of values spilled to disk allowed (default: what the disk takes). */
   spillLimit?: number
   /** Folder for state that outlives memory: values spill to its spill/ (default: a temporary folder). */
@@ -56,6 +58,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     functions,
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
+    maxCallTimeMs: options.maxCallTimeMs,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     spillDir: join(options.stateDir ?? tempDir, 'spill', 'local'),
   })

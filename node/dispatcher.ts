@@ -54,7 +54,9 @@ export class Dispatcher {
 
   /** Queues a task again (a retry), ahead of its turn; not one whose object was freed meanwhile. */
   requeue(task: Task): void {
-    if (this.#wanted(task)) this.#scheduler.requeue(task)
+    if (!this.#wanted(task)) return
+    this.#scheduler.requeue(task)
+    this.soon()
   }
 
   /** Dispatches once the event loop has taken in everything that is ready. */

@@ -39,6 +39,8 @@ export interface NodeOptions {
   spillLimit?: number
   /** Default lifetime of results, in seconds (default 3600). */
   ttlS?: number
+  /** The longest any call may run, in ms: calls with no timeoutMs, or a longer one, get this one. */
+  maxCallTimeMs?: number | undefined
   /** Tasks handed to a worker beyond its CPU slot, so it never waits for the next (default 1). */
   prefetch?: number
   /**
@@ -88,6 +90,7 @@ export class LocalNode {
   readonly #tasks: TaskRunner
   readonly #remote: RemoteObjects
   readonly #ttlMs: number
+  readonly #maxCallTimeMs: number | undefined
 
   constructor(options: NodeOptions) {
     const cpus = options.cpus ?? availableParallelism()
@@ -99,6 +102,10 @@ export class LocalNode {
     if (!(ttlS > 0)) throw new TypeError('options.ttlS must be a positive number')
     this.cpus = cpus
     this.#ttlMs = ttlS * 1000
+    const maxCall = options.maxCallTimeMs
+    if (maxCall !== undefined && !(maxCall > 0))
+      throw new TypeError('options.maxCallTimeMs must be a positive number')
+    this.#maxCallTimeMs = maxCall
     this.#functions = options.functions
     this.#scheduler = new WorkScheduler<Task>(cpus)
     const memoryBytes = options.objectStoreMemory ?? Math.floor(totalmem() * 0.3)
@@ -181,7 +188,11 @@ export class LocalNode {
   #task(spec: TaskSpec, origin?: number): Task {
     const record = this.#functions.get(spec.fn)
     if (!record) throw new FunctionNotFoundError(`no function named ${spec.fn}`)
-    return makeTask(spec, record, origin)
+    const task = makeTask(spec, record, origin)
+    const max = this.#maxCallTimeMs
+    if (max !== undefined && !((task.options.timeoutMs ?? Number.POSITIVE_INFINITY) <= max))
+      task.options.timeoutMs = max
+    return task
   }
 
   /** The task's object, with its TTL; false if the id is taken. */

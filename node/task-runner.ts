@@ -2,12 +2,13 @@
  * A task's life on a node: it waits until its top-level `$ref` arguments are
  * ready (pinning them until it settles), is queued, runs on a worker with its
  * arguments resolved to values, and settles with its outcome, or is run
- * again: after a throw if `retryExceptions`, after its worker died, both up to
- * `maxRetries`. A call past its `timeoutMs` fails, and a worker that will not
+ * again: after a throw that `retryExceptions` names, after its worker died,
+ * both up to `maxRetries` and after a backoff (`retryDelayMs`). A call past its `timeoutMs` fails, and a worker that will not
  * even answer a ping then is replaced.
  */
 import type { EncodedValue } from '../sdk/codec.ts'
 import type { SerializedError } from '../sdk/errors.ts'
+import { backoffDelay } from './backoff.ts'
 import type { Dispatcher } from './dispatcher.ts'
 import type { MemoryPressure } from './memory-pressure.ts'
 import type { NodeCounters } from './node-counters.ts'
@@ -17,6 +18,9 @@ import { argumentIds, argumentProblem, lostArgument, refArguments, type Task } f
 import type { Outcome } from './worker/messages.ts'
 import type { WorkerHandle } from './worker/worker-handle.ts'
 
+/** First wait before a retry, and the longest, in ms. */
+const DEFAULT_RETRY_DELAY_MS = 100
+const MAX_RETRY_DELAY_MS = 30_000
 /** How long a worker has to answer a ping after a call ran out of time, before it is replaced. */
 const UNRESPONSIVE_MS = 1000
 
@@ -158,13 +162,8 @@ export class TaskRunner {
     worker.release(id)
     this.#running.delete(id)
     clearTimeout(task.timer)
-    if (
-      'error' in outcome &&
-      task.retryExceptions &&
-      task.attempts <= task.maxRetries &&
-      this.#store.has(id)
-    ) {
-      this.#dispatcher().requeue(task)
+    if ('error' in outcome && task.retriesOn(outcome.error.name) && task.attempts <= task.maxRetries) {
+      this.#retryLater(task)
       return
     }
     if ('error' in outcome) outcome.error.attempts = task.attempts
@@ -181,7 +180,7 @@ export class TaskRunner {
       if (!task) continue
       clearTimeout(task.timer)
       if (task.attempts <= task.maxRetries) {
-        this.#dispatcher().requeue(task)
+        this.#retryLater(task)
       } else {
         const crash: SerializedError = {
           code: 'WORKER_CRASHED',
@@ -192,6 +191,21 @@ export class TaskRunner {
         this.settle(task, { error: crash })
       }
     }
+  }
+
+  /**
+   * Queues a call again after its backoff: `retryDelayMs` (default 100),
+   * doubling with each attempt up to 30 s, with jitter; so that a call that
+   * keeps crashing its worker cannot spin. One freed meanwhile is dropped.
+   */
+  #retryLater(task: Task): void {
+    const baseMs = task.options.retryDelayMs ?? DEFAULT_RETRY_DELAY_MS
+    if (baseMs === 0) {
+      this.#dispatcher().requeue(task)
+      return
+    }
+    const delay = backoffDelay(task.attempts - 1, { baseMs, maxMs: MAX_RETRY_DELAY_MS })
+    setTimeout(() => this.#dispatcher().requeue(task), delay).unref()
   }
 
   /** Finishes a task's object, and counts the outcome per function. */

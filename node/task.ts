@@ -26,7 +26,8 @@ export interface Task extends TaskSpec {
   weight: number
   attempts: number
   maxRetries: number
-  retryExceptions: boolean
+  /** Whether a call that threw `name` runs again (while retries last). */
+  retriesOn(name: string | undefined): boolean
   /** Worker whose task submitted this one, for depth-first placement. */
   origin: number | undefined
   /** Fires when the call runs past its timeoutMs. */
@@ -49,9 +50,18 @@ export function makeTask(spec: TaskSpec, fn: { url: string; config: CallOptions 
     weight: 1 / (options.concurrency ?? 1),
     attempts: 0,
     maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
-    retryExceptions: options.retryExceptions ?? false,
+    retriesOn: retryRule(options.retryExceptions),
     origin,
   }
+}
+
+const NEVER = () => false
+const ALWAYS = () => true
+
+function retryRule(rule: CallOptions['retryExceptions']): (name: string | undefined) => boolean {
+  if (rule === true) return ALWAYS
+  if (!Array.isArray(rule)) return NEVER
+  return (name) => name !== undefined && rule.includes(name)
 }
 
 /** The distinct objects a task takes as top-level `$ref` arguments. */

@@ -7,8 +7,10 @@ export interface CallOptions {
   timeoutMs?: number
   /** Retries after a crashed worker or a lost node (default 3). */
   maxRetries?: number
-  /** Retry when the function throws, too (default false). */
-  retryExceptions?: boolean
+  /** Retry when the function throws, too: any error (true), or only errors of these names (default false). */
+  retryExceptions?: boolean | string[]
+  /** First wait before a retry, in ms; it doubles on each retry, up to 30 s, with jitter (default 100). */
+  retryDelayMs?: number
   /** CPU slots the call takes (default 1). */
   numCpus?: number
   /** Custom resources the call needs, such as `{ gpu: 1 }`. */
@@ -77,15 +79,20 @@ export function checkCallOptions(value: unknown, where = 'options'): CallOptions
   if ((out.timeoutMs ?? 0) > MAX_TIMEOUT_MS)
     throw new TypeError(`${where}.timeoutMs must be at most ${MAX_TIMEOUT_MS} (a day)`)
   nonNegative('maxRetries', true)
+  nonNegative('retryDelayMs', false)
+  if ((out.retryDelayMs ?? 0) > MAX_TIMEOUT_MS)
+    throw new TypeError(`${where}.retryDelayMs must be at most ${MAX_TIMEOUT_MS} (a day)`)
   nonNegative('numCpus', false)
   nonNegative('ttlS', false)
   nonNegative('concurrency', true)
   if (out.concurrency === 0) throw new TypeError(`${where}.concurrency must be a positive integer`)
   if (out.ttlS === 0) throw new TypeError(`${where}.ttlS must be a positive number of seconds`)
   if (o.retryExceptions !== undefined) {
-    if (typeof o.retryExceptions !== 'boolean')
-      throw new TypeError(`${where}.retryExceptions must be a boolean`)
-    out.retryExceptions = o.retryExceptions
+    const r = o.retryExceptions
+    const names = Array.isArray(r) && r.every((n) => typeof n === 'string' && n.length > 0)
+    if (typeof r !== 'boolean' && !names)
+      throw new TypeError(`${where}.retryExceptions must be true, false or a list of error names`)
+    out.retryExceptions = Array.isArray(r) ? [...(r as string[])] : (r as boolean)
   }
   if (o.resources !== undefined) {
     const r = o.resources
@@ -109,6 +116,7 @@ const KNOWN_OPTIONS = new Set([
   'timeoutMs',
   'maxRetries',
   'retryExceptions',
+  'retryDelayMs',
   'numCpus',
   'resources',
   'concurrency',

@@ -51,6 +51,8 @@ export interface NodeProcessOptions {
   /** The URL the head and peers use to reach this node (default: found, see advertisedUrl). */
   advertiseUrl?: string | undefined
   objectStoreMemory?: number | undefined
+  /** The longest any call may run, in ms (`--max-call-time`). */
+  maxCallTimeMs?: number | undefined
   spillLimit?: number | undefined
   /** Values spill to spill/<node id> in it (default: a temporary folder). */
   stateDir?: string | undefined
@@ -73,6 +75,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     functions: options.functions,
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
+    maxCallTimeMs: options.maxCallTimeMs,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
     fetchRemote: (id, at) => fetchObject(id, at),
