@@ -20,7 +20,8 @@ commands:
         object store (start, --join, --nodes): [--object-store-memory 30%] memory for object values
                               (bytes, 64MiB, 2GB or a share of RAM); [--state DIR] where values spill
                               to disk (default a temporary folder); [--spill-limit SIZE] disk for them
-        calls (start, --join, --nodes): [--max-call-time S] the longest any call may run, in seconds
+        calls (start, --join, --nodes): [--max-call-time S] the longest any call may run, in seconds;
+                              [--worker-memory 512MiB] the most heap one worker thread may use
         gateway (start, --head, --nodes): [--max-body 64MiB] largest request body;
                               [--metrics-public] /metrics without the token
   invoke NAME [JSON] [--async] call a function (JSON: an array of arguments)
@@ -49,6 +50,7 @@ async function main(argv: string[]): Promise<number> {
       'advertise-url': { type: 'string' },
       'metrics-public': { type: 'boolean' },
       'max-call-time': { type: 'string' },
+      'worker-memory': { type: 'string' },
       resources: { type: 'string' },
       'object-store-memory': { type: 'string' },
       state: { type: 'string' },
@@ -76,6 +78,7 @@ async function main(argv: string[]): Promise<number> {
         advertiseUrl: values['advertise-url'],
         metricsPublic: values['metrics-public'],
         maxCallTime: values['max-call-time'],
+        workerMemory: values['worker-memory'],
       })
     case 'invoke':
       return runInvoke(url, token, positionals, values.async === true)

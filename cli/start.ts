@@ -32,6 +32,7 @@ export interface StartFlags {
   advertiseUrl?: string | undefined
   metricsPublic?: boolean | undefined
   maxCallTime?: string | undefined
+  workerMemory?: string | undefined
   resources?: string | undefined
   objectStoreMemory?: string | undefined
   state?: string | undefined
@@ -39,13 +40,15 @@ export interface StartFlags {
   maxBody?: string | undefined
 }
 
-/** The object store flags, checked, as node options. */
+/** The flags of a node (its object store, its calls' limits), checked, as node options. */
 function storeFlags(flags: StartFlags): {
   objectStoreMemory?: number
   spillLimit?: number
   maxCallTimeMs?: number
+  workerMemoryMb?: number
 } {
   return {
+    ...(flags.workerMemory === undefined ? {} : { workerMemoryMb: workerMemoryFlag(flags.workerMemory) }),
     ...(flags.maxCallTime === undefined ? {} : { maxCallTimeMs: maxCallTimeFlag(flags.maxCallTime) }),
     ...(flags.objectStoreMemory === undefined
       ? {}
@@ -60,6 +63,7 @@ function storeArgs(flags: StartFlags): string[] {
   if (flags.objectStoreMemory !== undefined) args.push('--object-store-memory', flags.objectStoreMemory)
   if (flags.spillLimit !== undefined) args.push('--spill-limit', flags.spillLimit)
   if (flags.maxCallTime !== undefined) args.push('--max-call-time', flags.maxCallTime)
+  if (flags.workerMemory !== undefined) args.push('--worker-memory', flags.workerMemory)
   if (flags.state !== undefined) args.push('--state', resolve(flags.state))
   return args
 }
@@ -73,6 +77,13 @@ function maxCallTimeFlag(raw: string): number {
     )
   }
   return seconds * 1000
+}
+
+/** `--worker-memory`: a size (512MiB, 1GB); in whole MiB, at least 16. */
+function workerMemoryFlag(raw: string): number {
+  const mb = Math.floor(parseBytes('worker-memory', raw) / 2 ** 20)
+  if (mb < 16) throw new Error('--worker-memory must be at least 16MiB')
+  return mb
 }
 
 function integerFlag(name: string, raw: string | undefined, min: number): number | undefined {

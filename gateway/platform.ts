@@ -28,6 +28,8 @@ export interface PlatformOptions {
   objectStoreMemory?: number
   /** The longest any call may run, in ms (`--max-call-time`). */
   maxCallTimeMs?: number | undefined
+  /** The most heap a worker thread may use, in MiB (`--worker-memory`). */
+  workerMemoryMb?: number | undefined
   /** Bytes of values spilled to disk allowed (default: what the disk takes). */
   spillLimit?: number
   /** Folder for state that outlives memory: values spill to its spill/ (default: a temporary folder). */
@@ -59,6 +61,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,
+    workerMemoryMb: options.workerMemoryMb,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     spillDir: join(options.stateDir ?? tempDir, 'spill', 'local'),
   })

@@ -39,6 +39,8 @@ export interface NodeOptions {
   spillLimit?: number
   /** Default lifetime of results, in seconds (default 3600). */
   ttlS?: number
+  /** The most heap one worker thread may use, in MiB: a call past it fails with WORKER_CRASHED, the node lives on. */
+  workerMemoryMb?: number | undefined
   /** The longest any call may run, in ms: calls with no timeoutMs, or a longer one, get this one. */
   maxCallTimeMs?: number | undefined
   /** Tasks handed to a worker beyond its CPU slot, so it never waits for the next (default 1). */
@@ -102,6 +104,9 @@ export class LocalNode {
     if (!(ttlS > 0)) throw new TypeError('options.ttlS must be a positive number')
     this.cpus = cpus
     this.#ttlMs = ttlS * 1000
+    const heapMb = options.workerMemoryMb
+    if (heapMb !== undefined && !(Number.isInteger(heapMb) && heapMb >= 16))
+      throw new TypeError('options.workerMemoryMb must be an integer of at least 16')
     const maxCall = options.maxCallTimeMs
     if (maxCall !== undefined && !(maxCall > 0))
       throw new TypeError('options.maxCallTimeMs must be a positive number')
@@ -153,6 +158,7 @@ export class LocalNode {
       idPrefix: options.id === undefined ? '' : `${options.id}_`,
       functions: options.functions,
       store,
+      workerMemoryMb: options.workerMemoryMb,
       messages: (worker, batch) => requests.handle(worker, batch),
       crashed: (worker, error) => this.#tasks.crashed(worker, error),
       replaced: () => this.#dispatcher.soon(),

@@ -14,6 +14,8 @@ export interface WorkerPoolOptions {
   idPrefix: string
   functions: FunctionCatalog
   store: ObjectStore
+  /** The most heap a worker thread may use, in MiB (default: V8's own limit). */
+  workerMemoryMb?: number | undefined
   messages(worker: WorkerHandle, batch: FromWorker[]): void
   /** A thread died: what it ran is the caller's to settle; a new thread takes its place. */
   crashed(worker: WorkerHandle, error: Error | undefined): void
@@ -84,6 +86,7 @@ export class WorkerPool {
         messages: (handle, batch) => this.#options.messages(handle, batch),
         exit: (handle, error) => this.#exited(handle, error),
       },
+      this.#options.workerMemoryMb,
     )
   }
 

@@ -53,6 +53,8 @@ export interface NodeProcessOptions {
   objectStoreMemory?: number | undefined
   /** The longest any call may run, in ms (`--max-call-time`). */
   maxCallTimeMs?: number | undefined
+  /** The most heap a worker thread may use, in MiB (`--worker-memory`). */
+  workerMemoryMb?: number | undefined
   spillLimit?: number | undefined
   /** Values spill to spill/<node id> in it (default: a temporary folder). */
   stateDir?: string | undefined
@@ -76,6 +78,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,
+    workerMemoryMb: options.workerMemoryMb,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
     fetchRemote: (id, at) => fetchObject(id, at),

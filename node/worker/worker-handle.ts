@@ -43,9 +43,15 @@ export class WorkerHandle {
   #nextPing = 1
   readonly #pings = new Map<number, ReturnType<typeof setTimeout>>()
 
-  constructor(data: WorkerData, events: WorkerHandleEvents) {
+  /** `heapMb`: the most heap the thread may use (V8's old generation); past it the thread dies, not the node. */
+  constructor(data: WorkerData, events: WorkerHandleEvents, heapMb?: number) {
     this.index = data.index
-    this.#worker = new Worker(ENTRY, { workerData: data, stdout: false, stderr: false })
+    this.#worker = new Worker(ENTRY, {
+      workerData: data,
+      stdout: false,
+      stderr: false,
+      ...(heapMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: heapMb } }),
+    })
     this.online = new Promise((resolve, reject) => {
       this.#worker.once('online', resolve)
       this.#worker.once('error', reject)
