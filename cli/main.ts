@@ -23,7 +23,9 @@ commands:
         calls (start, --join, --nodes): [--max-call-time S] the longest any call may run, in seconds;
                               [--worker-memory 512MiB] the most heap one worker thread may use
         gateway (start, --head, --nodes): [--max-body 64MiB] largest request body;
-                              [--metrics-public] /metrics without the token
+                              [--metrics-public] /metrics without the token;
+                              [--max-queued N] [--max-queued-bytes SIZE] calls (and bytes of their
+                              arguments) that may wait before new ones get 429 (default from memory)
   invoke NAME [JSON] [--async] call a function (JSON: an array of arguments)
   get ID                       read an object, waiting until it is ready
   status                       nodes, queues and objects at a glance
@@ -51,6 +53,8 @@ async function main(argv: string[]): Promise<number> {
       'metrics-public': { type: 'boolean' },
       'max-call-time': { type: 'string' },
       'worker-memory': { type: 'string' },
+      'max-queued': { type: 'string' },
+      'max-queued-bytes': { type: 'string' },
       resources: { type: 'string' },
       'object-store-memory': { type: 'string' },
       state: { type: 'string' },
@@ -79,6 +83,8 @@ async function main(argv: string[]): Promise<number> {
         metricsPublic: values['metrics-public'],
         maxCallTime: values['max-call-time'],
         workerMemory: values['worker-memory'],
+        maxQueued: values['max-queued'],
+        maxQueuedBytes: values['max-queued-bytes'],
       })
     case 'invoke':
       return runInvoke(url, token, positionals, values.async === true)

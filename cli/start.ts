@@ -33,6 +33,8 @@ export interface StartFlags {
   metricsPublic?: boolean | undefined
   maxCallTime?: string | undefined
   workerMemory?: string | undefined
+  maxQueued?: string | undefined
+  maxQueuedBytes?: string | undefined
   resources?: string | undefined
   objectStoreMemory?: string | undefined
   state?: string | undefined
@@ -149,6 +151,11 @@ export async function runStart(flags: StartFlags): Promise<number> {
   const maxBodyBytes = flags.maxBody === undefined ? undefined : parseBytes('max-body', flags.maxBody)
   const gateway = maxBodyBytes === undefined ? {} : { maxBodyBytes }
   const stateDir = flags.state === undefined ? undefined : resolve(flags.state)
+  const admission = {
+    maxQueued: integerFlag('max-queued', flags.maxQueued, 1),
+    maxQueuedBytes:
+      flags.maxQueuedBytes === undefined ? undefined : parseBytes('max-queued-bytes', flags.maxQueuedBytes),
+  }
   const modes = [flags.head, flags.join !== undefined, nodes !== undefined].filter(Boolean).length
   if (modes > 1) throw new Error('--head, --join and --nodes exclude each other')
 
@@ -192,6 +199,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
       secret,
       stateDir,
       advertiseUrl,
+      admission,
       ...gateway,
     })
     await stopBundler()
@@ -244,6 +252,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
     ...store,
     ...gateway,
     stateDir,
+    admission,
   })
   await stopBundler()
   console.log(`magpie listening on ${platform.url}`)

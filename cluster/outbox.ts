@@ -6,10 +6,10 @@
  * `giveUpMs`, or more piled up than `maxItems`) is handed to `onGiveUp`
  * with the cause, once per batch given up, for the sender to settle.
  */
-import { type BackoffOptions, backoffDelay } from '../node/backoff.ts'
+import { type BackoffOptions, backoffDelay } from '../sdk/backoff.ts'
 import { isTransient } from './client.ts'
 
-export { backoffDelay } from '../node/backoff.ts'
+export { backoffDelay } from '../sdk/backoff.ts'
 
 export interface OutboxOptions<T> extends BackoffOptions {
   send(batch: T[]): Promise<void>

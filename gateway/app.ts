@@ -5,6 +5,7 @@
 import { Hono, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
+import { RETRY_AFTER_S } from '../node/admission.ts'
 import type { Backend } from '../node/backend.ts'
 import { errorResponse } from '../node/http/responses.ts'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
@@ -68,7 +69,11 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
 
   app.notFound((c) => errorResponse({ code: 'NOT_FOUND', message: `no route ${c.req.method} ${c.req.path}` }))
   app.onError(function magpieErrorHandler(err) {
-    if (err instanceof MagpieError) return errorResponse(serializeError(err))
+    if (err instanceof MagpieError) {
+      const headers: Record<string, string> =
+        err.code === 'QUEUE_FULL' ? { 'retry-after': String(RETRY_AFTER_S) } : {}
+      return errorResponse(serializeError(err), headers)
+    }
     if (err instanceof HTTPException) {
       const code = err.status === 401 ? 'UNAUTHORIZED' : err.status === 403 ? 'FORBIDDEN' : 'BAD_REQUEST'
       return errorResponse({ code, message: err.message || 'bad request' })

@@ -14,6 +14,7 @@ import { NodeRegistry } from '../cluster/head/registry.ts'
 import { headRoutes } from '../cluster/head/routes.ts'
 import { isReachableUrl } from '../cluster/protocol.ts'
 import { headSecret, writeJoinCommand } from '../cluster/secret.ts'
+import type { AdmissionLimits } from '../node/admission.ts'
 import { listen } from '../node/http/listen.ts'
 import { createGatewayApp } from './app.ts'
 import { LOOPBACK } from './platform.ts'
@@ -32,6 +33,8 @@ export interface HeadOptions {
   stateDir?: string | undefined
   /** The URL nodes use to reach this head, for the join command (default: where it listens). */
   advertiseUrl?: string | undefined
+  /** Bounds on calls in flight in the cluster (`--max-queued`, `--max-queued-bytes`; defaults from memory). */
+  admission?: AdmissionLimits | undefined
   /** A node silent this long is dead (default 5000 ms). */
   deadAfterMs?: number
   /** Largest request body in bytes. */
@@ -68,6 +71,7 @@ export async function startHead(options: HeadOptions) {
     client,
     config: (fn) => functions.get(fn)?.config,
     spillDir: join(stateDir, 'spill', 'head'),
+    admission: options.admission,
   })
   const app = createGatewayApp({
     backend,

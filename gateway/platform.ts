@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { AdmissionLimits } from '../node/admission.ts'
 import { localBackend } from '../node/backend.ts'
 import { listen } from '../node/http/listen.ts'
 import { LocalNode } from '../node/node.ts'
@@ -30,6 +31,8 @@ export interface PlatformOptions {
   maxCallTimeMs?: number | undefined
   /** The most heap a worker thread may use, in MiB (`--worker-memory`). */
   workerMemoryMb?: number | undefined
+  /** Bounds on calls waiting (`--max-queued`, `--max-queued-bytes`; defaults from memory). */
+  admission?: AdmissionLimits | undefined
   /** Bytes of values spilled to disk allowed (default: what the disk takes). */
   spillLimit?: number
   /** Folder for state that outlives memory: values spill to its spill/ (default: a temporary folder). */
@@ -62,6 +65,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,
     workerMemoryMb: options.workerMemoryMb,
+    admission: options.admission,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     spillDir: join(options.stateDir ?? tempDir, 'spill', 'local'),
   })

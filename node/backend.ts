@@ -39,6 +39,8 @@ export interface NodeInfo extends Omit<NodeStats, 'steals'> {
 }
 
 export interface Backend {
+  /** Throws QueueFullError if `calls` more calls from outside, with `bytes` of arguments, would be too many. */
+  admit(calls: number, bytes: number): void
   /** Starts a call; false if an object with its id exists already (nothing runs). */
   submit(spec: TaskSpec): boolean
   /** Stores a value; false if the id is taken. */
@@ -79,6 +81,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     ready = true
   })
   return {
+    admit: (calls, bytes) => node.admit(calls, bytes),
     submit: (spec) => node.submit(spec),
     put: async (id, value, ttlMs) => node.store.put(id, value, { ttlMs, visible: true }),
     readValue: async (entry) => {

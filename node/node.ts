@@ -12,6 +12,7 @@ import { availableParallelism, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import type { EncodedValue } from '../sdk/codec.ts'
 import { FunctionNotFoundError } from '../sdk/errors.ts'
+import { Admission, type AdmissionLimits } from './admission.ts'
 import { Dispatcher } from './dispatcher.ts'
 import { MemoryPressure } from './memory-pressure.ts'
 import { NodeCounters } from './node-counters.ts'
@@ -41,6 +42,8 @@ export interface NodeOptions {
   ttlS?: number
   /** The most heap one worker thread may use, in MiB: a call past it fails with WORKER_CRASHED, the node lives on. */
   workerMemoryMb?: number | undefined
+  /** Bounds on the calls from outside that may wait here (backpressure; defaults from memory). */
+  admission?: AdmissionLimits | undefined
   /** The longest any call may run, in ms: calls with no timeoutMs, or a longer one, get this one. */
   maxCallTimeMs?: number | undefined
   /** Tasks handed to a worker beyond its CPU slot, so it never waits for the next (default 1). */
@@ -93,6 +96,7 @@ export class LocalNode {
   readonly #remote: RemoteObjects
   readonly #ttlMs: number
   readonly #maxCallTimeMs: number | undefined
+  readonly #admission: Admission
 
   constructor(options: NodeOptions) {
     const cpus = options.cpus ?? availableParallelism()
@@ -111,6 +115,10 @@ export class LocalNode {
     if (maxCall !== undefined && !(maxCall > 0))
       throw new TypeError('options.maxCallTimeMs must be a positive number')
     this.#maxCallTimeMs = maxCall
+    this.#admission = new Admission(options.admission ?? {}, () => ({
+      calls: this.store.unfinished,
+      bytes: this.#tasks.waitingBytes,
+    }))
     this.#functions = options.functions
     this.#scheduler = new WorkScheduler<Task>(cpus)
     const memoryBytes = options.objectStoreMemory ?? Math.floor(totalmem() * 0.3)
@@ -168,8 +176,20 @@ export class LocalNode {
       pool: this.#pool,
       prefetch,
       run: (worker, task) => this.#tasks.run(worker, task),
-      wanted: (task) => store.has(task.id),
+      wanted: (task) => {
+        if (store.has(task.id)) return true
+        this.#tasks.uncount(task) // freed while it waited
+        return false
+      },
     })
+  }
+
+  /**
+   * Whether `calls` more calls from outside, with `bytes` of arguments, may
+   * wait here: throws QueueFullError if not.
+   */
+  admit(calls: number, bytes: number): void {
+    this.#admission.admit(calls, bytes)
   }
 
   /** Resolves once every worker thread is up. */
@@ -217,7 +237,10 @@ export class LocalNode {
    */
   takeBackQueued(match: (id: string) => boolean): string[] {
     const tasks = this.#scheduler.removeWhere((t) => match(t.id))
-    for (const t of tasks) this.store.delete(t.id)
+    for (const t of tasks) {
+      this.#tasks.uncount(t)
+      this.store.delete(t.id)
+    }
     return tasks.map((t) => t.id)
   }
 
@@ -233,6 +256,7 @@ export class LocalNode {
       canRun,
     )
     this.#counters.stolen.out += tasks.length
+    for (const t of tasks) this.#tasks.uncount(t)
     return tasks
   }
 
@@ -280,7 +304,7 @@ export class LocalNode {
   /** Frees an object; a queued task making it is dropped. */
   delete(id: string): boolean {
     const existed = this.store.delete(id)
-    if (existed) this.#scheduler.removeWhere((t) => t.id === id)
+    if (existed) for (const t of this.#scheduler.removeWhere((t) => t.id === id)) this.#tasks.uncount(t)
     return existed
   }
 

@@ -6,9 +6,11 @@
  * both up to `maxRetries` and after a backoff (`retryDelayMs`). A call past its `timeoutMs` fails, and a worker that will not
  * even answer a ping then is replaced.
  */
+
+import { backoffDelay } from '../sdk/backoff.ts'
 import type { EncodedValue } from '../sdk/codec.ts'
 import type { SerializedError } from '../sdk/errors.ts'
-import { backoffDelay } from './backoff.ts'
+import { argumentBytes } from './admission.ts'
 import type { Dispatcher } from './dispatcher.ts'
 import type { MemoryPressure } from './memory-pressure.ts'
 import type { NodeCounters } from './node-counters.ts'
@@ -40,6 +42,8 @@ export class TaskRunner {
   readonly #dispatcher: () => Dispatcher
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
+  /** Bytes of arguments of tasks started here that have not run yet. */
+  #waitingBytes = 0
 
   constructor(options: TaskRunnerOptions) {
     this.#store = options.store
@@ -49,8 +53,20 @@ export class TaskRunner {
     this.#dispatcher = options.dispatcher
   }
 
+  get waitingBytes(): number {
+    return this.#waitingBytes
+  }
+
+  /** The task no longer waits here (it runs, settled, or left for another node): its arguments stop counting. */
+  uncount(task: Task): void {
+    this.#waitingBytes -= task.waitingBytes
+    task.waitingBytes = 0
+  }
+
   /** Waits for the task's arguments, which it pins until it settles, then queues it. */
   start(task: Task): void {
+    task.waitingBytes = argumentBytes(task.args)
+    this.#waitingBytes += task.waitingBytes
     this.#whenArgsReady(task)
     this.#store.holdArguments(task.id, argumentIds(task))
   }
@@ -104,6 +120,7 @@ export class TaskRunner {
       args.push(value)
     }
     this.#counters.crossing(args)
+    this.uncount(task)
     task.attempts += 1
     this.#store.markRunning(task.id, task.attempts)
     worker.assign({
@@ -210,6 +227,7 @@ export class TaskRunner {
 
   /** Finishes a task's object, and counts the outcome per function. */
   settle(task: Task, outcome: Outcome): void {
+    this.uncount(task)
     this.#counters.outcome(task.fn, 'error' in outcome)
     this.#store.settle(task.id, outcome)
   }

@@ -30,6 +30,8 @@ export interface Task extends TaskSpec {
   retriesOn(name: string | undefined): boolean
   /** Worker whose task submitted this one, for depth-first placement. */
   origin: number | undefined
+  /** Bytes of its arguments counted as waiting (0 once it runs, or if it was never counted). */
+  waitingBytes: number
   /** Fires when the call runs past its timeoutMs. */
   timer?: ReturnType<typeof setTimeout> | undefined
 }
@@ -52,6 +54,7 @@ export function makeTask(spec: TaskSpec, fn: { url: string; config: CallOptions 
     maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
     retriesOn: retryRule(options.retryExceptions),
     origin,
+    waitingBytes: 0,
   }
 }
 

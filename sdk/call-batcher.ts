@@ -3,8 +3,11 @@
  * (POST /v1/calls), so that a driver submitting thousands of calls costs the
  * gateway a few requests, not thousands. A lone call goes to its function's
  * own invoke route; if a batch is refused, its calls are sent one by one, so
- * that each gets its own answer.
+ * that each gets its own answer. A gateway whose queues are full (429) gets
+ * the same request again after a backoff, up to 5 s apart, until it takes it:
+ * the calls' ids make a repeat harmless.
  */
+import { backoffDelay } from './backoff.ts'
 import { ID_HEADER } from './codec.ts'
 import { MagpieError } from './errors.ts'
 import type { Transport } from './transport.ts'
@@ -47,6 +50,10 @@ export class CallBatcher {
       this.#sendOne(batch[0] as Queued)
       return
     }
+    this.#sendBatch(batch, 0)
+  }
+
+  #sendBatch(batch: Queued[], attempt: number): void {
     const body = batch.map(({ call }) => {
       const wire: Record<string, unknown> = { function: call.fn, args: call.args, id: call.id }
       if (Object.keys(call.options).length > 0) wire.options = call.options
@@ -57,6 +64,10 @@ export class CallBatcher {
         for (const q of batch) q.resolve()
       },
       (err: unknown) => {
+        if (queueFull(err)) {
+          setTimeout(() => this.#sendBatch(batch, attempt + 1), retryDelay(attempt))
+          return
+        }
         if (!(err instanceof MagpieError) || err.status >= 500) {
           for (const q of batch) q.reject(err)
           return
@@ -67,7 +78,8 @@ export class CallBatcher {
     )
   }
 
-  #sendOne({ call, resolve, reject }: Queued): void {
+  #sendOne(queued: Queued, attempt = 0): void {
+    const { call, resolve, reject } = queued
     const body = JSON.stringify(
       Object.keys(call.options).length === 0 ? call.args : { args: call.args, options: call.options },
     )
@@ -77,6 +89,17 @@ export class CallBatcher {
         [ID_HEADER]: call.id,
       })
       .then((reply) => reply.discard())
-      .then(resolve, reject)
+      .then(resolve, (err: unknown) => {
+        if (queueFull(err)) setTimeout(() => this.#sendOne(queued, attempt + 1), retryDelay(attempt))
+        else reject(err)
+      })
   }
+}
+
+function queueFull(err: unknown): boolean {
+  return err instanceof MagpieError && err.code === 'QUEUE_FULL'
+}
+
+function retryDelay(attempt: number): number {
+  return backoffDelay(attempt, { baseMs: 100, maxMs: 5000 })
 }

@@ -175,8 +175,14 @@ export class ObjectStoreFullError extends MagpieError {
   static override readonly kind: string = 'ObjectStoreFullError'
   static override readonly defaultCode: ErrorCode = 'OBJECT_STORE_FULL'
 }
+/** Too many calls wait already: try again later (the server says when, in Retry-After). */
+export class QueueFullError extends MagpieError {
+  static override readonly kind: string = 'QueueFullError'
+  static override readonly defaultCode: ErrorCode = 'QUEUE_FULL'
+}
 
 const CLASS_BY_CODE: Partial<Record<ErrorCode, typeof MagpieError>> = {
+  QUEUE_FULL: QueueFullError,
   GET_TIMEOUT: GetTimeoutError,
   TASK_CANCELLED: TaskCancelledError,
   OBJECT_LOST: ObjectLostError,

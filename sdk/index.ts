@@ -20,6 +20,7 @@ export {
   ObjectNotFoundError,
   ObjectStoreFullError,
   PayloadTooLargeError,
+  QueueFullError,
   TaskCancelledError,
   TaskError,
   WorkerCrashedError,

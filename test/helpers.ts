@@ -53,6 +53,7 @@ async function startTestCluster(
     port: 0,
     token: options.token,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+    admission: options.admission,
   })
   const nodes = await Promise.all(
     Array.from({ length: count }, () =>

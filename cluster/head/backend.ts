@@ -6,6 +6,7 @@
  * holds them. Objects the head does not know yet (made inside functions, or
  * held by nodes from before the head restarted) are looked up on the nodes.
  */
+import { Admission, type AdmissionLimits } from '../../node/admission.ts'
 import type { Backend, NodeInfo } from '../../node/backend.ts'
 import { errorResponse, pendingResponse, streamResponse } from '../../node/http/responses.ts'
 import type { TaskSpec } from '../../node/task.ts'
@@ -32,6 +33,8 @@ export interface ClusterBackendOptions {
   ttlMs?: number
   /** Where the directory spills small values that do not fit its memory. */
   spillDir: string
+  /** Bounds on the calls in flight in the cluster (backpressure; defaults from memory). */
+  admission?: AdmissionLimits | undefined
 }
 
 export interface ClusterBackend extends Backend {
@@ -59,6 +62,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     forgotten: (id) => dispatcher.forget(id),
   })
   const dispatcher = new Dispatcher({ registry, directory, client })
+  const admission = new Admission(options.admission ?? {}, () => dispatcher.inFlight())
 
   /**
    * What a dead node held is made again where its call may run again
@@ -165,6 +169,8 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
   }
 
   return {
+    admit: (calls, bytes) => admission.admit(calls, bytes),
+
     submit(spec: TaskSpec) {
       const options = { ...config(spec.fn), ...spec.options }
       if (!dispatcher.canPlace(options)) {

@@ -5,6 +5,7 @@
  * dies, when a leaving node hands it back, or when its result was lost on
  * the way. A call runs at most `maxRetries` times more; then it fails.
  */
+import { argumentBytes } from '../../node/admission.ts'
 import type { TaskSpec } from '../../node/task.ts'
 import type { TaskArg } from '../../node/worker/messages.ts'
 import { serializeError } from '../../sdk/errors.ts'
@@ -24,6 +25,8 @@ interface Placed {
   attempts: number
   maxRetries: number
   node: string
+  /** Bytes of its arguments, counted while it is in flight. */
+  bytes: number
 }
 
 export interface DispatcherOptions {
@@ -36,6 +39,7 @@ export class Dispatcher {
   readonly #registry: NodeRegistry
   readonly #directory: Directory
   readonly #placed = new Map<string, Placed>()
+  #placedBytes = 0
   /** Finished calls whose results are held on nodes: their lineage, to make them again if that node dies. */
   readonly #lineage = new Map<string, Placed>()
   readonly #outboxes: Outboxes<OutgoingCall>
@@ -58,6 +62,25 @@ export class Dispatcher {
     )
   }
 
+  /** Calls in flight, and the bytes of their arguments. */
+  inFlight(): { calls: number; bytes: number } {
+    return { calls: this.#placed.size, bytes: this.#placedBytes }
+  }
+
+  #place(job: Placed): void {
+    if (this.#placed.has(job.spec.id)) return
+    this.#placed.set(job.spec.id, job)
+    this.#placedBytes += job.bytes
+  }
+
+  #unplace(id: string): Placed | undefined {
+    const job = this.#placed.get(id)
+    if (!job) return undefined
+    this.#placed.delete(id)
+    this.#placedBytes -= job.bytes
+    return job
+  }
+
   /** Whether some live node could ever run a call with these options. */
   canPlace(options: TaskSpec['options']): boolean {
     return capable(this.#registry.alive(), options).length > 0
@@ -65,8 +88,14 @@ export class Dispatcher {
 
   /** Places a new call (its options complete) and sends it; false if no live node can run it. */
   submit(spec: TaskSpec): boolean {
-    const job: Placed = { spec, attempts: 1, maxRetries: spec.options.maxRetries ?? 3, node: '' }
-    this.#placed.set(spec.id, job)
+    const job: Placed = {
+      spec,
+      attempts: 1,
+      maxRetries: spec.options.maxRetries ?? 3,
+      node: '',
+      bytes: argumentBytes(spec.args),
+    }
+    this.#place(job)
     return this.#dispatch(job)
   }
 
@@ -76,15 +105,14 @@ export class Dispatcher {
    * that node die.
    */
   finished(id: string, held = false): number | undefined {
-    const job = this.#placed.get(id)
-    this.#placed.delete(id)
+    const job = this.#unplace(id)
     if (job && held) this.#lineage.set(id, job)
     return job?.attempts
   }
 
   /** Forgets a call whose object was freed. */
   forget(id: string): void {
-    this.#placed.delete(id)
+    this.#unplace(id)
     this.#lineage.delete(id)
   }
 
@@ -98,7 +126,7 @@ export class Dispatcher {
     if (!job || job.attempts > job.maxRetries) return false
     this.#lineage.delete(id)
     job.attempts += 1
-    this.#placed.set(id, job)
+    this.#place(job)
     this.#directory.reopen(id)
     if (!this.#dispatch(job)) this.#fail(job, 'NO_CAPACITY', 'no live node is left to run it')
     return true
@@ -196,7 +224,7 @@ export class Dispatcher {
   }
 
   #fail(job: Placed, code: 'WORKER_CRASHED' | 'NO_CAPACITY', message: string): void {
-    this.#placed.delete(job.spec.id)
+    this.#unplace(job.spec.id)
     this.#directory.settle(job.spec.id, { error: { code, message, attempts: job.attempts } })
   }
 
@@ -219,7 +247,7 @@ export class Dispatcher {
     for (const call of calls) {
       const job = this.#placed.get(call.id)
       if (!job || job.node !== nodeId) continue
-      this.#placed.delete(call.id)
+      this.#unplace(call.id)
       this.#directory.settle(call.id, { error: { ...error, attempts: job.attempts } })
     }
   }

@@ -1,5 +1,6 @@
 /** Functions: list them, read one, and invoke one. */
 import { Hono } from 'hono'
+import { argumentBytes } from '../../node/admission.ts'
 import type { Backend } from '../../node/backend.ts'
 import { pendingResponse } from '../../node/http/responses.ts'
 import { ID_HEADER, newObjectId } from '../../sdk/codec.ts'
@@ -27,6 +28,8 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
     const wait = waitParam(c)
     const { args, options } = await readCall(c)
     await requireObjects(backend, refsOf(args))
+    // A call sent again is answered as the first was, however full the queues are.
+    if (!backend.lookup(id)) backend.admit(1, argumentBytes(args))
     backend.submit({ id, fn: name, args, options })
     if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000), backend)
     return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
@@ -40,6 +43,11 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
     await requireObjects(
       backend,
       calls.flatMap((call) => refsOf(call.args)).filter((id) => !made.has(id)),
+    )
+    const fresh = calls.filter((call) => !backend.lookup(call.id))
+    backend.admit(
+      fresh.length,
+      fresh.reduce((bytes, call) => bytes + argumentBytes(call.args), 0),
     )
     const answers = calls.map((call) => {
       backend.submit({ id: call.id, fn: call.fn, args: call.args, options: call.options })

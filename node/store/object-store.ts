@@ -421,6 +421,11 @@ export class ObjectStore {
     return this.#values.largestInMemory(minBytes, limit)
   }
 
+  /** Objects not finished yet: calls queued, waiting or running, and copies on their way. */
+  get unfinished(): number {
+    return this.#unfinished
+  }
+
   /** Bytes of values in memory. */
   get memoryBytes(): number {
     return this.#values.memoryBytes
