@@ -7,8 +7,9 @@
  * toward the bounds, so that a tree that fans out holds back new work.
  *
  * The defaults come from the machine's memory: one call for every 16 KiB
- * of it, at most a million (a queued call costs about 1 KiB of records on its
- * node and the head), and a tenth of it for the arguments of waiting calls.
+ * of it, at most a million (a call waiting in a node costs it 2 to 4 KiB,
+ * measured with `npm run bench:overload`: a quarter of memory at most), and a
+ * tenth of it for the arguments of waiting calls.
  */
 import { totalmem } from 'node:os'
 import { QueueFullError } from '../sdk/errors.ts'
