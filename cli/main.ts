@@ -26,6 +26,8 @@ commands:
                               [--metrics-public] /metrics without the token;
                               [--max-queued N] [--max-queued-bytes SIZE] calls (and bytes of their
                               arguments) that may wait before new ones get 429 (default from memory)
+        stopping: Ctrl-C or SIGTERM drains (running calls finish); a second one, or
+                              [--stop-grace 60] seconds, stops at once
   invoke NAME [JSON] [--async] call a function (JSON: an array of arguments)
   get ID                       read an object, waiting until it is ready
   status                       nodes, queues and objects at a glance
@@ -55,6 +57,7 @@ async function main(argv: string[]): Promise<number> {
       'worker-memory': { type: 'string' },
       'max-queued': { type: 'string' },
       'max-queued-bytes': { type: 'string' },
+      'stop-grace': { type: 'string' },
       resources: { type: 'string' },
       'object-store-memory': { type: 'string' },
       state: { type: 'string' },
@@ -85,6 +88,7 @@ async function main(argv: string[]): Promise<number> {
         workerMemory: values['worker-memory'],
         maxQueued: values['max-queued'],
         maxQueuedBytes: values['max-queued-bytes'],
+        stopGrace: values['stop-grace'],
       })
     case 'invoke':
       return runInvoke(url, token, positionals, values.async === true)

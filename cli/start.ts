@@ -40,7 +40,11 @@ export interface StartFlags {
   state?: string | undefined
   spillLimit?: string | undefined
   maxBody?: string | undefined
+  stopGrace?: string | undefined
 }
+
+/** How long a stop may drain before the process ends at once, in seconds. */
+const DEFAULT_STOP_GRACE_S = 60
 
 /** The flags of a node (its object store, its calls' limits), checked, as node options. */
 function storeFlags(flags: StartFlags): {
@@ -113,21 +117,44 @@ function resourcesFlag(raw: string | undefined): Record<string, number> | undefi
 }
 
 /** Resolves on the first SIGINT or SIGTERM, after `stop` has run. */
-function untilSignal(stop: () => Promise<void>): Promise<void> {
+/**
+ * Resolves once `stop` has run after the first SIGINT or SIGTERM (a drain:
+ * running calls finish). A second signal, or `graceS` seconds, ends the
+ * process at once, after `kill` (what it started must not outlive it).
+ */
+function untilSignal(stop: () => Promise<void>, graceS: number, kill: () => void = () => {}): Promise<void> {
   return new Promise((done) => {
+    let stopping = false
+    const now = (why: string) => {
+      console.error(`magpie: ${why}, stopping now`)
+      kill()
+      process.exit(1)
+    }
     const onSignal = (signal: string) => {
-      console.log(`magpie: ${signal}, stopping`)
+      if (stopping) now(`second ${signal}`)
+      stopping = true
+      console.error(`magpie: ${signal}, stopping (again to stop now)`)
+      setTimeout(() => now(`not stopped after ${graceS} s`), graceS * 1000).unref()
       stop().then(done, done)
     }
-    process.once('SIGINT', () => onSignal('SIGINT'))
-    process.once('SIGTERM', () => onSignal('SIGTERM'))
+    process.on('SIGINT', () => onSignal('SIGINT'))
+    process.on('SIGTERM', () => onSignal('SIGTERM'))
+    // A process started by a parent that watches it (--nodes) ends with that parent.
+    if (process.env[WITH_PARENT] === '1') {
+      process.stdin.on('end', () => now('the parent process ended'))
+      process.stdin.resume()
+    }
   })
 }
+
+/** Set for node processes started by `--nodes`: their stdin is a pipe from the parent, which closes when it ends. */
+const WITH_PARENT = 'MAGPIE_EXIT_WITH_PARENT'
 
 export async function runStart(flags: StartFlags): Promise<number> {
   const port = integerFlag('port', flags.port, 0) ?? 8080
   if (port > 65535) throw new Error('--port must be at most 65535')
   const cpus = integerFlag('cpus', flags.cpus, 1)
+  const stopGrace = integerFlag('stop-grace', flags.stopGrace, 1) ?? DEFAULT_STOP_GRACE_S
   const nodes = integerFlag('nodes', flags.nodes, 1)
   const functionsDir = resolve(flags.functions ?? 'functions')
   const host = flags.host ?? '127.0.0.1'
@@ -182,7 +209,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
     const stopped = untilSignal(async () => {
       await node.stop()
       await rm(bundleDir, { recursive: true, force: true })
-    })
+    }, stopGrace)
     await Promise.race([node.joined, stopped])
     if (node.address) console.log(`magpie node ${node.id} joined ${flags.join} as ${node.address}`)
     await stopped
@@ -225,20 +252,31 @@ export async function runStart(flags: StartFlags): Promise<number> {
         ]
         if (cpus !== undefined) args.push('--cpus', String(cpus))
         args.push(...storeArgs(flags))
-        children.push(spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] }))
+        children.push(
+          spawn(process.execPath, args, {
+            stdio: ['pipe', 'inherit', 'inherit'],
+            env: { ...process.env, [WITH_PARENT]: '1' },
+          }),
+        )
       }
     }
-    await untilSignal(async () => {
-      await Promise.all(
-        children.map(async (child) => {
-          if (child.exitCode !== null || child.signalCode !== null) return
-          const exited = once(child, 'exit')
-          child.kill('SIGTERM')
-          await exited
-        }),
-      )
-      await head.close()
-    })
+    await untilSignal(
+      async () => {
+        await Promise.all(
+          children.map(async (child) => {
+            if (child.exitCode !== null || child.signalCode !== null) return
+            const exited = once(child, 'exit')
+            child.kill('SIGTERM')
+            await exited
+          }),
+        )
+        await head.close()
+      },
+      stopGrace,
+      () => {
+        for (const child of children) child.kill('SIGKILL')
+      },
+    )
     return 0
   }
 
@@ -256,6 +294,6 @@ export async function runStart(flags: StartFlags): Promise<number> {
   })
   await stopBundler()
   console.log(`magpie listening on ${platform.url}`)
-  await untilSignal(() => platform.close())
+  await untilSignal(() => platform.close(), stopGrace)
   return 0
 }

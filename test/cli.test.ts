@@ -1,6 +1,7 @@
 /** `magpie start` as a real process: it serves curl-style calls, and SIGINT or SIGTERM stops it and its threads. */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ROOT } from './helpers.ts'
@@ -59,7 +60,66 @@ describe('magpie start', () => {
   it('refuses a non-loopback address without a token', async () => {
     await expect(startCli(['--host', '0.0.0.0'])).rejects.toThrow(/token/)
   })
+
+  it('stops at once on a second signal, though a node runs a stuck call', async () => {
+    const { child, url } = await startCli(['--nodes', '1', '--cpus', '1'])
+    for (let i = 0; i < 100; i++) {
+      if (((await (await fetch(`${url}/v1/nodes`)).json()) as unknown[]).length === 1) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    const kids = childrenOf(child.pid as number)
+    await fetch(`${url}/v1/functions/busy/invoke`, { method: 'POST', body: '[60000]' })
+    await new Promise((r) => setTimeout(r, 500))
+    const exited = once(child, 'exit')
+    const started = Date.now()
+    // The first drains: the node waits for its running call.
+    child.kill('SIGINT')
+    await new Promise((r) => setTimeout(r, 1000))
+    expect(child.exitCode).toBeNull()
+    child.kill('SIGINT')
+    await exited
+    expect(Date.now() - started).toBeLessThan(10_000)
+    for (let i = 0; i < 50 && kids.some(alive); i++) await new Promise((r) => setTimeout(r, 100))
+    expect(kids.filter(alive)).toEqual([])
+  })
+
+  it('ends the node processes of --nodes with it, even when it is killed', async () => {
+    const { child, url } = await startCli(['--nodes', '2', '--cpus', '1'])
+    for (let i = 0; i < 100; i++) {
+      const list = (await (await fetch(`${url}/v1/nodes`)).json()) as unknown[]
+      if (list.length === 2) break
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    const kids = childrenOf(child.pid as number)
+    expect(kids).toHaveLength(2)
+    child.kill('SIGKILL')
+    for (let i = 0; i < 100 && kids.some(alive); i++) await new Promise((r) => setTimeout(r, 100))
+    expect(kids.filter(alive)).toEqual([])
+  })
 })
+
+/** Pids of the processes whose parent is `pid`. */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        return readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.split(' ')[1] === String(pid)
+      } catch {
+        return false
+      }
+    })
+    .map(Number)
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
 
 describe('magpie invoke and get', () => {
   it('calls a function from the shell', async () => {
