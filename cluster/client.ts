@@ -135,6 +135,11 @@ export class InternalClient {
     await this.#send('POST', this.#url(owner, ROUTES.moved), body)
   }
 
+  /** Cancels a call on the node that has it (or had it, and knows where it went). */
+  async cancel(at: string, id: string, how: { force: boolean; recursive: boolean }): Promise<void> {
+    await this.#send('POST', this.#url(at, ROUTES.cancel, id), how)
+  }
+
   async release(peer: string, ids: string[]): Promise<void> {
     await this.#send('POST', this.#url(peer, ROUTES.release), { ids })
   }

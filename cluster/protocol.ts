@@ -43,6 +43,8 @@ export const ROUTES = {
   release: '/internal/release',
   /** an object's value (`?wait=S`, `?seen=1`), PUT to store one (`?ttlMs=`), DELETE to free it. */
   object: '/internal/objects/:id',
+  /** node: cancel a call placed or stolen here (Cancel). */
+  cancel: '/internal/objects/:id/cancel',
   /** an object's status without its value (`?wait=S`): ObjectMeta. */
   objectMeta: '/internal/objects/:id/meta',
 } as const
@@ -253,6 +255,9 @@ export type StolenCall = z.infer<typeof StolenCall>
 export const StealAnswer = z.object({ calls: z.array(StolenCall) })
 
 export const Release = z.object({ ids: z.array(objectId) })
+
+/** How a call is cancelled (see LocalNode.cancel). */
+export const Cancel = z.object({ force: z.boolean(), recursive: z.boolean() })
 
 /**
  * Calls that moved to another node by a steal, told to their owner by the

@@ -8,7 +8,7 @@ import type { Context } from 'hono'
 import { type EncodedValue, ID_HEADER } from '../sdk/codec.ts'
 import { MagpieError, type SerializedError } from '../sdk/errors.ts'
 import { fileResponse, STREAM_FROM_DISK_BYTES } from './http/responses.ts'
-import type { LocalNode, NodeStats, TaskSpec } from './node.ts'
+import type { CancelRequest, LocalNode, NodeStats, TaskSpec } from './node.ts'
 import type { ObjectStatus } from './store/object-store.ts'
 
 /**
@@ -68,6 +68,8 @@ export interface Backend {
   onSettled(id: string, listener: (entry: ObjectInfo | undefined) => void): () => void
   /** Settled ids among `ids`, in input order, at most `count`, once `count` settle or time runs out. */
   waitAny(ids: readonly string[], count: number, timeoutMs: number): Promise<string[]>
+  /** Cancels an unfinished call wherever it is (see LocalNode.cancel); false if the object is unknown. */
+  cancel(id: string, how: CancelRequest): Promise<boolean>
   /** Frees an object wherever it is stored; false if it is unknown. */
   delete(id: string): Promise<boolean>
   nodes(): NodeInfo[]
@@ -102,6 +104,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     whenSettled: (id, timeoutMs) => node.store.whenSettled(id, timeoutMs),
     onSettled: (id, listener) => node.store.onSettled(id, listener),
     waitAny: (ids, count, timeoutMs) => node.store.waitAny(ids, count, timeoutMs),
+    cancel: async (id, how) => node.cancel(id, how),
     delete: async (id) => node.delete(id),
     nodes: () => {
       const { steals, ...stats } = node.stats()

@@ -55,9 +55,17 @@ export interface NodeOptions {
   fetchRemote?: (id: string, at: string) => Promise<EncodedValue>
   /** Where to fetch an object from that is not here and comes with no address (elsewhere in the cluster). */
   locate?: (id: string) => string | undefined
+  /** Cancels a call of this node's that runs on another node (it was stolen). */
+  cancelElsewhere?: (id: string, options: CancelRequest) => void
 }
 
 export type { FunctionCatalog, TaskSpec } from './task.ts'
+
+/** How a call is cancelled: `force` replaces its worker at once; `recursive` cancels the calls it made. */
+export interface CancelRequest {
+  force: boolean
+  recursive: boolean
+}
 
 export interface NodeStats {
   cpus: number
@@ -97,6 +105,9 @@ export class LocalNode {
   readonly #ttlMs: number
   readonly #maxCallTimeMs: number | undefined
   readonly #admission: Admission
+  /** Calls made by calls running here, by the id of the call that made them: what a recursive cancel reaches. */
+  readonly #children = new Map<string, string[]>()
+  readonly #cancelElsewhere: NodeOptions['cancelElsewhere']
 
   constructor(options: NodeOptions) {
     const cpus = options.cpus ?? availableParallelism()
@@ -115,6 +126,7 @@ export class LocalNode {
     if (maxCall !== undefined && !(maxCall > 0))
       throw new TypeError('options.maxCallTimeMs must be a positive number')
     this.#maxCallTimeMs = maxCall
+    this.#cancelElsewhere = options.cancelElsewhere
     this.#admission = new Admission(options.admission ?? {}, () => ({
       calls: this.store.unfinished,
       bytes: this.#tasks.waitingBytes,
@@ -150,6 +162,8 @@ export class LocalNode {
       remote: this.#remote,
       pressure,
       dispatcher: () => this.#dispatcher,
+      workers: () => this.#pool.workers,
+      settled: (task) => this.#children.delete(task.id),
     })
     const requests = new WorkerRequests({
       store,
@@ -159,7 +173,8 @@ export class LocalNode {
       tasks: this.#tasks,
       pool: () => this.#pool,
       dispatcher: () => this.#dispatcher,
-      submit: (spec, from) => this.submit(spec, from),
+      submit: (spec, from, parent) => this.submit(spec, from, parent),
+      cancel: (id, how) => this.cancel(id, how),
     })
     this.#pool = new WorkerPool({
       cpus,
@@ -177,7 +192,8 @@ export class LocalNode {
       prefetch,
       run: (worker, task) => this.#tasks.run(worker, task),
       wanted: (task) => {
-        if (store.has(task.id)) return true
+        const entry = store.lookup(task.id)
+        if (entry && !isSettled(entry)) return true
         this.#tasks.uncount(task) // freed while it waited
         return false
       },
@@ -203,10 +219,15 @@ export class LocalNode {
    * (no `from`) makes an object a client sees, kept for its TTL; a call from a
    * function makes one its worker holds, freed once nothing needs it.
    */
-  submit(spec: TaskSpec, from?: WorkerHandle): boolean {
+  submit(spec: TaskSpec, from?: WorkerHandle, parent?: string | null): boolean {
     const task = this.#task(spec, from?.index)
     if (!this.#create(task, from === undefined)) return false
     if (from) this.#pool.hold(from, spec.id)
+    if (parent) {
+      const siblings = this.#children.get(parent)
+      if (siblings) siblings.push(spec.id)
+      else this.#children.set(parent, [spec.id])
+    }
     this.#tasks.start(task)
     return true
   }
@@ -301,8 +322,33 @@ export class LocalNode {
     this.#remote.keepAsCopy(id)
   }
 
-  /** Frees an object; a queued task making it is dropped. */
+  /**
+   * Cancels an unfinished call: it settles as cancelled (409 TASK_CANCELLED)
+   * at once, wherever it is: queued or waiting for its arguments here (it
+   * never runs), running here (its signal aborts, see TaskRunner), or given
+   * to another node. With `recursive`, the calls it made are cancelled too.
+   * A finished call is left as it is. False if the object is unknown.
+   */
+  cancel(id: string, how: CancelRequest): boolean {
+    const entry = this.store.lookup(id)
+    if (!entry) return false
+    if (isSettled(entry)) return true
+    if (how.recursive) for (const child of this.#children.get(id) ?? []) this.cancel(child, how)
+    this.#children.delete(id)
+    const queued = this.#scheduler.removeWhere((t) => t.id === id)
+    for (const t of queued) this.#tasks.uncount(t)
+    const running = this.#tasks.cancelRunning(id, how.force)
+    this.store.settle(id, {
+      error: { code: 'TASK_CANCELLED', message: `call ${id} was cancelled` },
+      cancelled: true,
+    })
+    if (!running && queued.length === 0) this.#cancelElsewhere?.(id, how)
+    return true
+  }
+
+  /** Frees an object; a call making it is cancelled first, with the calls it made. */
   delete(id: string): boolean {
+    this.cancel(id, { force: false, recursive: true })
     const existed = this.store.delete(id)
     if (existed) for (const t of this.#scheduler.removeWhere((t) => t.id === id)) this.#tasks.uncount(t)
     return existed

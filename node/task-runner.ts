@@ -20,6 +20,8 @@ import { argumentIds, argumentProblem, lostArgument, refArguments, type Task } f
 import type { Outcome } from './worker/messages.ts'
 import type { WorkerHandle } from './worker/worker-handle.ts'
 
+/** How long a cancelled call that keeps running may hold its CPU slot before its worker is replaced. */
+const CANCEL_GRACE_MS = 5000
 /** First wait before a retry, and the longest, in ms. */
 const DEFAULT_RETRY_DELAY_MS = 100
 const MAX_RETRY_DELAY_MS = 30_000
@@ -32,6 +34,10 @@ export interface TaskRunnerOptions {
   remote: RemoteObjects
   pressure: MemoryPressure
   dispatcher(): Dispatcher
+  /** The worker threads, to find the one running a call. */
+  workers(): readonly WorkerHandle[]
+  /** Told of every task that settles. */
+  settled?: (task: Task) => void
 }
 
 export class TaskRunner {
@@ -40,6 +46,8 @@ export class TaskRunner {
   readonly #remote: RemoteObjects
   readonly #pressure: MemoryPressure
   readonly #dispatcher: () => Dispatcher
+  readonly #workers: () => readonly WorkerHandle[]
+  readonly #settled: (task: Task) => void
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
   /** Bytes of arguments of tasks started here that have not run yet. */
@@ -51,6 +59,8 @@ export class TaskRunner {
     this.#remote = options.remote
     this.#pressure = options.pressure
     this.#dispatcher = options.dispatcher
+    this.#workers = options.workers
+    this.#settled = options.settled ?? (() => {})
   }
 
   get waitingBytes(): number {
@@ -171,6 +181,33 @@ export class TaskRunner {
     this.#dispatcher().soon()
   }
 
+  /**
+   * A running call is cancelled (its object settles as cancelled elsewhere):
+   * its signal aborts; its result, if it comes, is discarded. Its worker is
+   * replaced at once with `force`, or if the call still runs after a grace
+   * period. False if the call does not run here.
+   */
+  cancelRunning(id: string, force: boolean): boolean {
+    const task = this.#running.get(id)
+    if (!task) return false
+    const worker = this.#workerOf(id)
+    clearTimeout(task.timer)
+    task.maxRetries = 0 // a cancelled call never runs again
+    worker?.send({ type: 'cancel', id })
+    if (worker && force) {
+      worker.terminate()
+      return true
+    }
+    setTimeout(() => {
+      if (this.#running.get(id) === task) this.#workerOf(id)?.terminate()
+    }, CANCEL_GRACE_MS).unref()
+    return true
+  }
+
+  #workerOf(id: string): WorkerHandle | undefined {
+    return this.#workers().find((w) => w.assigned.has(id))
+  }
+
   /** A worker finished a call: it settles, or runs again if it threw and may be retried. */
   done(worker: WorkerHandle, id: string, outcome: Outcome, ms: number): void {
     const task = this.#running.get(id)
@@ -228,6 +265,7 @@ export class TaskRunner {
   /** Finishes a task's object, and counts the outcome per function. */
   settle(task: Task, outcome: Outcome): void {
     this.uncount(task)
+    this.#settled(task)
     this.#counters.outcome(task.fn, 'error' in outcome)
     this.#store.settle(task.id, outcome)
   }

@@ -23,8 +23,10 @@ export interface WorkerRequestsOptions {
   tasks: TaskRunner
   pool(): WorkerPool
   dispatcher(): Dispatcher
-  /** Submits a call made inside a function on `from`. */
-  submit(spec: TaskSpec, from: WorkerHandle): boolean
+  /** Submits a call made inside a function on `from`, by the call `parent`. */
+  submit(spec: TaskSpec, from: WorkerHandle, parent: string | null): boolean
+  /** Cancels a call, as a function asked. */
+  cancel(id: string, options: { force: boolean; recursive: boolean }): void
 }
 
 export class WorkerRequests {
@@ -69,15 +71,18 @@ export class WorkerRequests {
         case 'pong':
           worker.answered(message.req)
           break
+        case 'cancel':
+          this.#o.cancel(message.id, message)
+          break
       }
     }
     this.#o.dispatcher().soon()
   }
 
   #submit(worker: WorkerHandle, message: Extract<FromWorker, { type: 'submit' }>): void {
-    const { id, fn, args, options } = message
+    const { id, fn, args, options, parent } = message
     try {
-      this.#o.submit({ id, fn, args, options }, worker)
+      this.#o.submit({ id, fn, args, options }, worker, parent)
     } catch (err) {
       // The function vanished between the call and now: its result says so.
       this.#o.store.create(id, fn)

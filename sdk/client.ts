@@ -21,6 +21,7 @@ import { type Body, type Reply, Transport, type TransportOptions } from './trans
 import type {
   AnyFunction,
   CallOptions,
+  CancelOptions,
   GetOptions,
   RemoteArgs,
   RemoteFunction,
@@ -246,6 +247,29 @@ export class Client {
     await this.#submitted(list.map(checkRef))
     await Promise.all(
       list.map(async (r) => (await this.#transport.send('DELETE', `/v1/objects/${r.id}`)).discard()),
+    )
+  }
+
+  /**
+   * Cancels calls: a queued one never runs; a running one settles as
+   * cancelled (TaskCancelledError) at once, and its signal aborts; with
+   * `force` its worker is replaced at once. `recursive` (default true)
+   * cancels the calls it made. A finished call is left as it is.
+   * @example
+   * await mp.cancel(ref, { force: true })
+   */
+  async cancel(refs: ObjectRef | Refs, options: CancelOptions = {}): Promise<void> {
+    const list = Array.isArray(refs) ? (refs as Refs) : [refs as ObjectRef]
+    await this.#submitted(list.map(checkRef))
+    const body = JSON.stringify({ force: options.force === true, recursive: options.recursive !== false })
+    await Promise.all(
+      list.map(async (r) =>
+        (
+          await this.#transport.send('POST', `/v1/objects/${r.id}/cancel`, body, {
+            'content-type': 'application/json',
+          })
+        ).discard(),
+      ),
     )
   }
 

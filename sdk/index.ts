@@ -26,10 +26,11 @@ export {
   WorkerCrashedError,
 } from './errors.ts'
 export type { FunctionRuntime } from './runtime.ts'
-export { get, put, remote, wait } from './runtime.ts'
+export { cancel, get, put, remote, signal, wait } from './runtime.ts'
 export type {
   AnyFunction,
   CallOptions,
+  CancelOptions,
   GetOptions,
   RemoteArgs,
   RemoteFunction,

@@ -10,6 +10,7 @@ import { MagpieError } from './errors.ts'
 import type {
   AnyFunction,
   CallOptions,
+  CancelOptions,
   GetOptions,
   RemoteFunction,
   WaitOptions,
@@ -22,6 +23,8 @@ export interface FunctionRuntime {
   get(refOrRefs: unknown, options?: GetOptions): Promise<unknown>
   put(value: unknown): Promise<ObjectRef>
   wait(refs: readonly ObjectRef[], options?: WaitOptions): Promise<WaitResult>
+  cancel(ref: ObjectRef, options?: CancelOptions): void
+  signal(): AbortSignal
 }
 
 export const RUNTIME_KEY = Symbol.for('magpie.runtime')
@@ -63,4 +66,23 @@ export function put<T>(value: T): Promise<ObjectRef<T>> {
 /** Inside a function: waits until `numReturns` of `refs` are ready. */
 export function wait<T>(refs: readonly ObjectRef<T>[], options?: WaitOptions): Promise<WaitResult<T>> {
   return runtime().wait(refs, options) as Promise<WaitResult<T>>
+}
+
+/**
+ * Inside a function: cancels a call (and, unless `recursive: false`, the
+ * calls it made). A queued call never runs; a running one settles as
+ * cancelled at once, and its signal aborts.
+ */
+export function cancel(ref: ObjectRef, options?: CancelOptions): void {
+  runtime().cancel(ref, options)
+}
+
+/**
+ * Inside a function: the AbortSignal of the call that runs, aborted if it is
+ * cancelled; pass it to fetch, or watch it in long work.
+ * @example
+ * const page = await fetch(url, { signal: signal() })
+ */
+export function signal(): AbortSignal {
+  return runtime().signal()
 }

@@ -21,6 +21,14 @@ export interface CallOptions {
   ttlS?: number
 }
 
+/** Options of `cancel`. */
+export interface CancelOptions {
+  /** Stop a running call at once, by replacing its worker thread (default false: its signal aborts, and it gets 5 s). */
+  force?: boolean
+  /** Cancel the calls it made too (default true). */
+  recursive?: boolean
+}
+
 /** Options of `get`. */
 export interface GetOptions {
   /** Seconds to wait before throwing GetTimeoutError (default: no limit). */

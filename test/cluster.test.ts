@@ -123,8 +123,8 @@ describe('a three-node cluster', () => {
 
   it('gives a node that joins while calls are queued a share of them within a second', async () => {
     const mp = connect(head.url)
-    // 90 calls of 100 ms on three one-CPU nodes: about 3 s of work, most of it queued.
-    const refs = Array.from({ length: 90 }, () => mp.remote<(ms: number) => Stamp>('stamp').remote(100))
+    // 300 calls of 50 ms on three one-CPU nodes: about 5 s of work, most of it queued when the node is up.
+    const refs = Array.from({ length: 300 }, () => mp.remote<(ms: number) => Stamp>('stamp').remote(50))
     await mp.wait(refs, { numReturns: 0 })
     await new Promise((r) => setTimeout(r, 300))
     const late = await startNode()

@@ -6,6 +6,7 @@
  * holds them. Objects the head does not know yet (made inside functions, or
  * held by nodes from before the head restarted) are looked up on the nodes.
  */
+import { LRUCache } from 'lru-cache'
 import { Admission, type AdmissionLimits } from '../../node/admission.ts'
 import type { Backend, NodeInfo } from '../../node/backend.ts'
 import { errorResponse, pendingResponse, streamResponse } from '../../node/http/responses.ts'
@@ -63,6 +64,8 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
   })
   const dispatcher = new Dispatcher({ registry, directory, client })
   const admission = new Admission(options.admission ?? {}, () => dispatcher.inFlight())
+  /** Ids freed lately: a late report of their call must not bring them back. */
+  const freed = new LRUCache<string, true>({ max: 100_000 })
 
   /**
    * What a dead node held is made again where its call may run again
@@ -266,7 +269,27 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       })
     },
 
+    async cancel(id, how) {
+      const record = directory.lookup(id)
+      if (!record) return false
+      if (record.status !== 'pending' && record.status !== 'running') return true
+      const at = addressOf(dispatcher.forget(id) ?? record.node)
+      directory.settle(id, {
+        error: { code: 'TASK_CANCELLED', message: `call ${id} was cancelled` },
+        cancelled: true,
+      })
+      if (at) {
+        await client.cancel(at, id, how).catch((err: unknown) => {
+          // It runs on and its result is discarded here; said, so that it is never silent.
+          warn('a node did not hear a cancel', { node: record.node, call: id, cause: err })
+        })
+      }
+      return true
+    },
+
     async delete(id) {
+      await this.cancel(id, { force: false, recursive: true })
+      freed.set(id, true)
       const record = directory.lookup(id)
       if (!directory.delete(id)) return false
       dispatcher.forget(id)
@@ -304,7 +327,10 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         const held = o.status === 'ready' && o.value === undefined
         const attempts = dispatcher.finished(o.id, held) ?? o.attempts
         // A call of a head that has restarted since: its result is readable here all the same.
-        if (!directory.lookup(o.id)) directory.create(o.id, null)
+        if (!directory.lookup(o.id)) {
+          if (freed.has(o.id)) continue
+          directory.create(o.id, null)
+        }
         // The node that ran it holds the value (a thief, if the call was stolen).
         directory.locate(o.id, report.node, attempts)
         if (o.status === 'ready') {

@@ -55,7 +55,9 @@ export class Dispatcher {
           send: async (calls) => {
             const node = registry.get(nodeId)
             if (!node || node.state === 'dead') return // placed again by nodeDied
-            await client.sendCalls(node.address, calls)
+            // Cancelled or freed while they waited here, or placed elsewhere since: not sent.
+            const live = calls.filter((call) => this.#placed.get(call.id)?.node === nodeId)
+            if (live.length > 0) await client.sendCalls(node.address, live)
           },
           onGiveUp: (calls, cause) => this.#undeliverable(nodeId, calls, cause),
         }),
@@ -110,10 +112,11 @@ export class Dispatcher {
     return job?.attempts
   }
 
-  /** Forgets a call whose object was freed. */
-  forget(id: string): void {
-    this.#unplace(id)
+  /** Forgets a call whose object was freed or that was cancelled; the node it was placed on, if it was in flight. */
+  forget(id: string): string | undefined {
+    const job = this.#unplace(id)
     this.#lineage.delete(id)
+    return job?.node
   }
 
   /**

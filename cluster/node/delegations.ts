@@ -37,6 +37,11 @@ export class Delegations {
     this.#calls.delete(id)
   }
 
+  /** The node a call of this node's runs on now, if it was given away. */
+  thiefOf(id: string): string | undefined {
+    return this.#calls.get(id)?.thief
+  }
+
   has(id: string): boolean {
     return this.#calls.has(id)
   }

@@ -25,6 +25,7 @@ import {
 import type { InternalClient } from '../client.ts'
 import {
   CallBatch,
+  Cancel,
   fromWireArg,
   Moved,
   type ObjectMeta,
@@ -56,6 +57,10 @@ export interface InternalApiOptions {
   settled(report: SettledReport): void
   /** Calls of this node's that a thief of them passed on to another. */
   moved(body: Moved): void
+  /** Cancels a call placed or stolen here. */
+  cancel(id: string, how: { force: boolean; recursive: boolean }): void
+  /** Whether a call was cancelled before it arrived here (the cancel overtook it): it is not run. */
+  cancelledBefore(id: string): boolean
 }
 
 /** The raw value of a ready object, or its error, or 202 while it is unfinished. */
@@ -107,6 +112,7 @@ export function internalApi(options: InternalApiOptions): Hono {
     const calls = await readBody(c.req, CallBatch, 'calls')
     const accepted: string[] = []
     for (const call of calls) {
+      if (options.cancelledBefore(call.id)) continue
       const spec = { id: call.id, fn: call.fn, args: call.args.map(fromWireArg), options: call.options }
       if (node.submit(spec)) accepted.push(call.id)
       options.accepted(call.id, call.epoch)
@@ -120,6 +126,11 @@ export function internalApi(options: InternalApiOptions): Hono {
 
   app.post(ROUTES.release, async (c) => {
     options.released((await readBody(c.req, Release, 'release')).ids)
+    return c.body(null, 204)
+  })
+
+  app.post(ROUTES.cancel, async (c) => {
+    options.cancel(c.req.param('id'), await readBody(c.req, Cancel, 'cancel'))
     return c.body(null, 204)
   })
 
@@ -172,8 +183,11 @@ export function internalApi(options: InternalApiOptions): Hono {
     return c.body(null, 204)
   })
 
-  app.delete(ROUTES.object, (c) => {
-    node.delete(c.req.param('id'))
+  app.delete(ROUTES.object, async (c) => {
+    const id = c.req.param('id')
+    // A call stolen from here is freed where it went, too.
+    const moved = options.movedTo(id)
+    if (!node.delete(id) && moved) await client.deleteObject(moved, id)
     return c.body(null, 204)
   })
 

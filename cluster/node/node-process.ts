@@ -7,7 +7,7 @@
 import { join } from 'node:path'
 import { LRUCache } from 'lru-cache'
 import { listen } from '../../node/http/listen.ts'
-import { type FunctionCatalog, LocalNode } from '../../node/node.ts'
+import { type CancelRequest, type FunctionCatalog, LocalNode } from '../../node/node.ts'
 import { argumentIds } from '../../node/task.ts'
 import type { EncodedValue } from '../../sdk/codec.ts'
 import { serializeError } from '../../sdk/errors.ts'
@@ -70,6 +70,8 @@ export async function startNodeProcess(options: NodeProcessOptions) {
    * owner learns where a call ran from its result): a bounded number is kept.
    */
   const moved = new LRUCache<string, string>({ max: MOVED_KEPT })
+  /** Calls cancelled before they arrived here (a cancel can overtake its call): refused when they come. */
+  const cancelledEarly = new LRUCache<string, true>({ max: MOVED_KEPT })
   /** The other nodes' addresses, by id, as the head last told. */
   const peerAddresses = new Map<string, string>()
   const node = new LocalNode({
@@ -82,6 +84,12 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
     fetchRemote: (id, at) => fetchObject(id, at),
+    cancelElsewhere: (id, how) => {
+      const thief = delegations.thiefOf(id)
+      const at = thief ? peerAddresses.get(thief) : moved.get(id)
+      delegations.settled(id)
+      if (at) sendCancel(at, id, how)
+    },
     locate: (id) => {
       const at = moved.get(id)
       if (at) return at
@@ -143,6 +151,11 @@ export async function startNodeProcess(options: NodeProcessOptions) {
           warn('an owner was not told where its calls went', { owner, calls: calls.length, cause }),
       }),
   )
+
+  const sendCancel = (at: string, id: string, how: CancelRequest) =>
+    client
+      .cancel(at, id, how)
+      .catch((err: unknown) => warn('a node did not hear a cancel', { at, call: id, cause: err }))
 
   /** Settles an object here with a copy of it from the node at `from`. */
   const copyFrom = (id: string, from: string) =>
@@ -232,6 +245,14 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       for (const id of ids) reports.released(id)
     },
     settled,
+    cancel: (id, how) => {
+      if (node.cancel(id, how)) return
+      // Stolen from here and gone: the thief has it. Else it is yet to come.
+      const thief = moved.get(id)
+      if (thief) sendCancel(thief, id, how)
+      else cancelledEarly.set(id, true)
+    },
+    cancelledBefore: (id) => cancelledEarly.has(id),
     moved: (body) => {
       for (const { id, thief } of body.calls) delegations.moved(id, thief)
     },

@@ -62,6 +62,22 @@ export function objectRoutes(backend: Backend): Hono {
     })
   })
 
+  /** Cancels a call: `{"force": false, "recursive": true}`; a finished one is left as it is. */
+  app.post('/objects/:id/cancel', async (c) => {
+    const id = checkId(c.req.param('id'))
+    const text = await c.req.text()
+    const body = text.trim() === '' ? {} : parseObject(text, '{"force": false, "recursive": true}')
+    for (const key of Object.keys(body)) {
+      if (key !== 'force' && key !== 'recursive') throw new BadRequestError(`${key} is not a cancel option`)
+      if (typeof body[key] !== 'boolean') throw new BadRequestError(`${key} must be true or false`)
+    }
+    await requireObjects(backend, [id])
+    if (!(await backend.cancel(id, { force: body.force === true, recursive: body.recursive !== false }))) {
+      throw new ObjectNotFoundError(`no object ${id}`)
+    }
+    return c.json({ id, status: backend.lookup(id)?.status ?? 'cancelled' }, 202)
+  })
+
   app.delete('/objects/:id', async (c) => {
     const id = checkId(c.req.param('id'))
     // An object made inside a function on some node may be unknown here until looked up.

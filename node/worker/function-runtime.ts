@@ -14,6 +14,7 @@ import { BadRequestError, deserializeError, FunctionNotFoundError, MagpieError }
 import type { FunctionRuntime } from '../../sdk/runtime.ts'
 import {
   type CallOptions,
+  type CancelOptions,
   checkCallOptions,
   type GetOptions,
   type RemoteFunction,
@@ -31,6 +32,8 @@ export interface RuntimeIO {
   request(make: (req: number) => FromWorker): Promise<ToWorker>
   /** The id of the task whose code is running, if any. */
   currentTask(): string | null
+  /** The signal of the task whose code is running, aborted if it is cancelled. */
+  currentSignal(): AbortSignal | undefined
   /** Whether a function of that name is deployed. */
   knows(name: string): boolean
   /** Starts the ids of objects made here. */
@@ -107,6 +110,17 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
       if (encoded.kind === 'ref') throw new TypeError('put takes a value, not an ObjectRef')
       io.send({ type: 'put', id, value: encoded })
       return made(id)
+    },
+
+    cancel(ref: ObjectRef, options: CancelOptions = {}) {
+      const [id] = refIds(ref, 'cancel') as [string]
+      io.send({ type: 'cancel', id, force: options.force === true, recursive: options.recursive !== false })
+    },
+
+    signal() {
+      const signal = io.currentSignal()
+      if (!signal) throw new MagpieError('signal() works inside a function, while it runs')
+      return signal
     },
 
     async wait(refs: readonly ObjectRef[], options: WaitOptions = {}) {

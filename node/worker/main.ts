@@ -6,7 +6,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
 import { encodeValue } from '../../sdk/codec.ts'
-import { MagpieError, serializeError } from '../../sdk/errors.ts'
+import { MagpieError, serializeError, TaskCancelledError } from '../../sdk/errors.ts'
 import { type FunctionRuntime, RUNTIME_KEY } from '../../sdk/runtime.ts'
 import type { AnyFunction } from '../../sdk/types.ts'
 import { createFunctionRuntime, decodeArg } from './function-runtime.ts'
@@ -24,6 +24,8 @@ interface Running {
   startedAt: number
   waiting: number
   done: boolean
+  /** Aborted when the call is cancelled: `signal()` inside the function. */
+  controller: AbortController
 }
 
 const context = new AsyncLocalStorage<Running>()
@@ -32,6 +34,8 @@ const modules = new Map<string, AnyFunction>()
 /** Tasks started here and not finished, by id. */
 const started = new Map<string, Running>()
 const queue: RunTask[] = []
+/** Tasks handed here and cancelled before they started: they never start. */
+const cancelledBeforeStart = new Set<string>()
 let queueHead = 0
 /** CPU share of the tasks running here and not waiting on magpie. */
 let active = 0
@@ -94,6 +98,7 @@ const runtime = createFunctionRuntime({
   send,
   request,
   currentTask: () => context.getStore()?.task.id ?? null,
+  currentSignal: () => context.getStore()?.controller.signal,
   knows: (name) => names.has(name),
   idPrefix: data.idPrefix,
 })
@@ -125,9 +130,20 @@ function pump(): void {
 }
 
 function start(task: RunTask): void {
+  if (cancelledBeforeStart.delete(task.id)) {
+    const error = serializeError(new TaskCancelledError(`call ${task.id} was cancelled before it started`))
+    send({ type: 'done', id: task.id, outcome: { error }, ms: 0 })
+    return
+  }
   refs.busy()
   active += task.weight
-  const running: Running = { task, startedAt: performance.now(), waiting: 0, done: false }
+  const running: Running = {
+    task,
+    startedAt: performance.now(),
+    waiting: 0,
+    done: false,
+    controller: new AbortController(),
+  }
   started.set(task.id, running)
   if (task.timed) {
     // Sent now: a call that blocks the thread must still have its clock running.
@@ -226,6 +242,13 @@ function receive(batch: ToWorker[]): void {
       case 'abandon': {
         const running = started.get(message.id)
         if (running) release(running)
+        break
+      }
+      case 'cancel': {
+        const running = started.get(message.id)
+        if (running) running.controller.abort(new TaskCancelledError(`call ${message.id} was cancelled`))
+        else if (queue.some((task, i) => i >= queueHead && task.id === message.id))
+          cancelledBeforeStart.add(message.id)
         break
       }
       case 'ping':

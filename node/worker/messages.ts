@@ -33,6 +33,8 @@ export type ToWorker =
   | { type: 'functions'; names: string[]; urls: string[] }
   /** The call ran out of time: forget it, and free its share of the thread. */
   | { type: 'abandon'; id: string }
+  /** The call was cancelled: abort its signal (its result, if it comes, is discarded). */
+  | { type: 'cancel'; id: string }
   | { type: 'ping'; req: number }
   /** The store fills up or lets go of much shared memory: collect garbage, so that dead handles and views are let go. */
   | { type: 'collect' }
@@ -43,6 +45,8 @@ export type FromWorker =
   /** `ms`: how long the call took here, from start to result. */
   | { type: 'done'; id: string; outcome: Outcome; ms: number }
   | { type: 'started'; id: string }
+  /** A function cancels a call (`cancel` from 'magpie'). */
+  | { type: 'cancel'; id: string; force: boolean; recursive: boolean }
   | { type: 'pong'; req: number }
   /** This thread holds a handle to the object (it decoded one), or no longer does. */
   | { type: 'hold'; id: string }
