@@ -9,8 +9,6 @@
 import { type BackoffOptions, backoffDelay } from '../sdk/backoff.ts'
 import { isTransient } from './client.ts'
 
-export { backoffDelay } from '../sdk/backoff.ts'
-
 export interface OutboxOptions<T> extends BackoffOptions {
   send(batch: T[]): Promise<void>
   /** Called with what could not be sent, and why. */
@@ -40,11 +38,6 @@ export class Outbox<T> {
     this.#maxItems = options.maxItems ?? 100_000
     this.#giveUpMs = options.giveUpMs ?? 30_000
     this.#now = options.now ?? Date.now
-  }
-
-  /** Items waiting or on their way. */
-  get size(): number {
-    return this.#waiting.length
   }
 
   push(item: T): void {

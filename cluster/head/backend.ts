@@ -10,6 +10,7 @@ import { LRUCache } from 'lru-cache'
 import { Admission, type AdmissionLimits } from '../../node/admission.ts'
 import type { Backend, NodeInfo } from '../../node/backend.ts'
 import { errorResponse, pendingResponse, streamResponse } from '../../node/http/responses.ts'
+import type { CancelRequest } from '../../node/node.ts'
 import type { TaskSpec } from '../../node/task.ts'
 import { asBuffer } from '../../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, contentTypeOf, type EncodedValue, ID_HEADER } from '../../sdk/codec.ts'
@@ -171,6 +172,25 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     return true
   }
 
+  /** Cancels an unfinished call: settled here at once, and told to the node that has it. */
+  async function cancelCall(id: string, how: CancelRequest): Promise<boolean> {
+    const record = directory.lookup(id)
+    if (!record) return false
+    if (record.status !== 'pending' && record.status !== 'running') return true
+    const at = addressOf(dispatcher.forget(id) ?? record.node)
+    directory.settle(id, {
+      error: { code: 'TASK_CANCELLED', message: `call ${id} was cancelled` },
+      cancelled: true,
+    })
+    if (at) {
+      await client.cancel(at, id, how).catch((err: unknown) => {
+        // It runs on and its result is discarded here; said, so that it is never silent.
+        warn('a node did not hear a cancel', { node: record.node, call: id, cause: err })
+      })
+    }
+    return true
+  }
+
   return {
     admit: (calls, bytes) => admission.admit(calls, bytes),
 
@@ -269,26 +289,10 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       })
     },
 
-    async cancel(id, how) {
-      const record = directory.lookup(id)
-      if (!record) return false
-      if (record.status !== 'pending' && record.status !== 'running') return true
-      const at = addressOf(dispatcher.forget(id) ?? record.node)
-      directory.settle(id, {
-        error: { code: 'TASK_CANCELLED', message: `call ${id} was cancelled` },
-        cancelled: true,
-      })
-      if (at) {
-        await client.cancel(at, id, how).catch((err: unknown) => {
-          // It runs on and its result is discarded here; said, so that it is never silent.
-          warn('a node did not hear a cancel', { node: record.node, call: id, cause: err })
-        })
-      }
-      return true
-    },
+    cancel: cancelCall,
 
     async delete(id) {
-      await this.cancel(id, { force: false, recursive: true })
+      await cancelCall(id, { force: false, recursive: true })
       freed.set(id, true)
       const record = directory.lookup(id)
       if (!directory.delete(id)) return false

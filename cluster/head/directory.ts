@@ -211,10 +211,6 @@ export class Directory {
     return this.#waiters.waitAny(ids, count, timeoutMs)
   }
 
-  get size(): number {
-    return this.#records.size
-  }
-
   /** Forgets the objects whose TTL ran out and that nobody waits for. */
   expire(): void {
     const now = this.#now()

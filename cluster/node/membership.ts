@@ -8,10 +8,10 @@
  */
 import { connect } from 'node:net'
 import type { NodeStats } from '../../node/node.ts'
+import { backoffDelay } from '../../sdk/backoff.ts'
 import { ERROR_STATUS, MagpieError } from '../../sdk/errors.ts'
 import type { InternalClient } from '../client.ts'
 import { throttledWarn } from '../log.ts'
-import { backoffDelay } from '../outbox.ts'
 import { isReachableUrl, type Peer } from '../protocol.ts'
 
 const HEARTBEAT_MS = 500

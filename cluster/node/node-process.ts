@@ -9,11 +9,12 @@ import { LRUCache } from 'lru-cache'
 import { listen } from '../../node/http/listen.ts'
 import { type CancelRequest, type FunctionCatalog, LocalNode } from '../../node/node.ts'
 import { argumentIds } from '../../node/task.ts'
+import { backoffDelay } from '../../sdk/backoff.ts'
 import type { EncodedValue } from '../../sdk/codec.ts'
 import { serializeError } from '../../sdk/errors.ts'
 import { InternalClient, isUnreachable } from '../client.ts'
 import { warn } from '../log.ts'
-import { backoffDelay, Outbox, Outboxes } from '../outbox.ts'
+import { Outbox, Outboxes } from '../outbox.ts'
 import {
   canRun,
   fromWireArg,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { backoffDelay, Outbox } from '../../cluster/outbox.ts'
+import { Outbox } from '../../cluster/outbox.ts'
+import { backoffDelay } from '../../sdk/backoff.ts'
 import { BadRequestError, MagpieError } from '../../sdk/errors.ts'
 
 const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms))
