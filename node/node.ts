@@ -348,10 +348,14 @@ export class LocalNode {
 
   /** Frees an object; a call making it is cancelled first, with the calls it made. */
   delete(id: string): boolean {
+    // Cancelling took an unfinished call out of the queue; a finished one is in no queue.
     this.cancel(id, { force: false, recursive: true })
-    const existed = this.store.delete(id)
-    if (existed) for (const t of this.#scheduler.removeWhere((t) => t.id === id)) this.#tasks.uncount(t)
-    return existed
+    return this.store.delete(id)
+  }
+
+  /** Calls running on the workers and queued for them: what stealing and stopping look at, without the rest of stats(). */
+  get load(): { running: number; queued: number } {
+    return { running: this.#pool.running, queued: this.#scheduler.queued }
   }
 
   stats(): NodeStats {

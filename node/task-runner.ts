@@ -3,8 +3,9 @@
  * ready (pinning them until it settles), is queued, runs on a worker with its
  * arguments resolved to values, and settles with its outcome, or is run
  * again: after a throw that `retryExceptions` names, after its worker died,
- * both up to `maxRetries` and after a backoff (`retryDelayMs`). A call past its `timeoutMs` fails, and a worker that will not
- * even answer a ping then is replaced.
+ * both up to `maxRetries` and after a backoff (`retryDelayMs`). A call past
+ * its `timeoutMs` fails, and a worker that will not even answer a ping then
+ * is replaced.
  */
 
 import { backoffDelay } from '../sdk/backoff.ts'

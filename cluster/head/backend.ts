@@ -14,12 +14,12 @@ import type { CancelRequest } from '../../node/node.ts'
 import type { TaskSpec } from '../../node/task.ts'
 import { asBuffer } from '../../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, contentTypeOf, type EncodedValue, ID_HEADER } from '../../sdk/codec.ts'
-import { MagpieError } from '../../sdk/errors.ts'
+import { MagpieError, type SerializedError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 import { type InternalClient, isUnreachable } from '../client.ts'
 import { warn } from '../log.ts'
 import { INLINE_MAX, type Moved, type ObjectMeta, ownerOf, type SettledReport } from '../protocol.ts'
-import { Directory, type DirectoryRecord } from './directory.ts'
+import { Directory, type DirectoryRecord, type Outcome } from './directory.ts'
 import { Dispatcher } from './dispatcher.ts'
 import { place } from './placement.ts'
 import type { ClusterNode, NodeRegistry } from './registry.ts'
@@ -54,6 +54,14 @@ export interface ClusterBackend extends Backend {
   addressOf(nodeId: string | undefined): string | undefined
   /** Stops the directory's sweeper and deletes its spill files. */
   close(): void
+}
+
+/** How a call that failed or was cancelled on a node settles here. */
+function failure(status: 'failed' | 'cancelled', error: SerializedError | undefined): Outcome {
+  return {
+    error: error ?? { code: 'TASK_CANCELLED', message: 'cancelled' },
+    cancelled: status === 'cancelled',
+  }
 }
 
 export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
@@ -112,10 +120,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         held: { node: node.id, size: meta.size, contentType: meta.contentType ?? BYTES_TYPE },
       })
     } else if (meta.status === 'failed' || meta.status === 'cancelled') {
-      directory.settle(meta.id, {
-        error: meta.error ?? { code: 'TASK_CANCELLED', message: 'cancelled' },
-        cancelled: meta.status === 'cancelled',
-      })
+      directory.settle(meta.id, failure(meta.status, meta.error))
     } else {
       client.meta(node.address, meta.id, 60).then(
         (later) => (later ? settleFromMeta(node, later) : directory.delete(meta.id)),
@@ -345,10 +350,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
               : { held: { node: report.node, size: o.size, contentType: o.contentType ?? BYTES_TYPE } },
           )
         } else {
-          directory.settle(o.id, {
-            error: o.error ?? { code: 'TASK_CANCELLED', message: 'cancelled' },
-            cancelled: o.status === 'cancelled',
-          })
+          directory.settle(o.id, failure(o.status, o.error))
         }
       }
     },

@@ -118,10 +118,11 @@ export class Directory {
     return record
   }
 
-  /** The node that holds the value or runs the call, as placement or a steal moves it. */
+  /** The node that runs an unfinished call (or will hold its value), as placement or a steal moves it. */
   locate(id: string, node: string, attempts?: number): void {
     const record = this.#records.get(id)
-    if (!record) return
+    // Settled: where it is was settled with it (a late report of another run changes nothing).
+    if (!record || isSettled(record)) return
     record.node = node
     if (attempts !== undefined) record.attempts = attempts
   }

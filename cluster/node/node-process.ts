@@ -168,7 +168,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   /** A peer with nothing to do takes up to half of the calls queued here. */
   const steal = (thief: StealRequest): StolenCall[] => {
     const address = self().address
-    const max = Math.ceil(node.stats().queued / 2)
+    const max = Math.ceil(node.load.queued / 2)
     const holds = new Set(thief.holds)
     const tasks = node.giveAway(max, holds, (t) => canRun(t.options, thief.cpus, thief.resources))
     return tasks.map((task): StolenCall => {
@@ -319,8 +319,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
             warn('the head did not hear this node leave', { calls: handedBack.length, cause: err })
           })
           const deadline = Date.now() + LEAVE_GRACE_MS
-          while (node.stats().running > 0 && Date.now() < deadline)
-            await new Promise((r) => setTimeout(r, 50))
+          while (node.load.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
           await Promise.race([
             Promise.all([reports.drained(), releases.drained()]),
             new Promise((r) => setTimeout(r, 5000)),

@@ -46,8 +46,8 @@ export class Thief {
   #tick(): void {
     const { node } = this.#options
     if (this.#busy) return
-    const stats = node.stats()
-    if (stats.queued > 0 || stats.running >= node.cpus) return
+    const load = node.load
+    if (load.queued > 0 || load.running >= node.cpus) return
     let victim = this.#peers.filter((p) => p.queued > 0).sort((a, b) => b.queued - a.queued)[0]
     if (!victim) {
       // Loads are as old as the last heartbeat: now and then ask a peer at random anyway.
