@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { startNodeProcess } from '../cluster/node/node-process.ts'
 import { isReachableUrl } from '../cluster/protocol.ts'
+import { isRedisUrl } from '../cluster/head/state/store.ts'
 import { checkSecret, readSecretFile } from '../cluster/secret.ts'
 import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
@@ -70,7 +71,8 @@ function storeArgs(flags: StartFlags): string[] {
   if (flags.spillLimit !== undefined) args.push('--spill-limit', flags.spillLimit)
   if (flags.maxCallTime !== undefined) args.push('--max-call-time', flags.maxCallTime)
   if (flags.workerMemory !== undefined) args.push('--worker-memory', flags.workerMemory)
-  if (flags.state !== undefined) args.push('--state', resolve(flags.state))
+  // A head's Redis is not for its nodes: they keep their spill files in a temporary folder.
+  if (flags.state !== undefined && !isRedisUrl(flags.state)) args.push('--state', resolve(flags.state))
   return args
 }
 
@@ -116,7 +118,6 @@ function resourcesFlag(raw: string | undefined): Record<string, number> | undefi
   return parsed as Record<string, number>
 }
 
-/** Resolves on the first SIGINT or SIGTERM, after `stop` has run. */
 /**
  * Resolves once `stop` has run after the first SIGINT or SIGTERM (a drain:
  * running calls finish). A second signal, or `graceS` seconds, ends the
@@ -177,7 +178,8 @@ export async function runStart(flags: StartFlags): Promise<number> {
   const store = storeFlags(flags)
   const maxBodyBytes = flags.maxBody === undefined ? undefined : parseBytes('max-body', flags.maxBody)
   const gateway = maxBodyBytes === undefined ? {} : { maxBodyBytes }
-  const stateDir = flags.state === undefined ? undefined : resolve(flags.state)
+  const redisState = flags.state !== undefined && isRedisUrl(flags.state)
+  const stateDir = flags.state === undefined || redisState ? flags.state : resolve(flags.state)
   const admission = {
     maxQueued: integerFlag('max-queued', flags.maxQueued, 1),
     maxQueuedBytes:
@@ -185,6 +187,10 @@ export async function runStart(flags: StartFlags): Promise<number> {
   }
   const modes = [flags.head, flags.join !== undefined, nodes !== undefined].filter(Boolean).length
   if (modes > 1) throw new Error('--head, --join and --nodes exclude each other')
+
+  if (redisState && !flags.head && nodes === undefined) {
+    throw new Error('--state redis://... keeps the state of a head: use it with --head or --nodes')
+  }
 
   if (flags.join !== undefined) {
     if (!secret)
@@ -231,6 +237,10 @@ export async function runStart(flags: StartFlags): Promise<number> {
     })
     await stopBundler()
     console.log(`magpie listening on ${head.url}`)
+    const { calls, objects } = head.restored
+    if (calls + objects > 0) {
+      console.log(`magpie: serving again ${objects} objects and ${calls} calls in flight kept in ${flags.state}`)
+    }
     const children: ChildProcess[] = []
     if (nodes === undefined) {
       console.log(`join command (it holds the cluster secret): ${head.joinCommandFile}`)

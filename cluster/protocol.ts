@@ -116,7 +116,7 @@ const resources = z.record(z.string(), z.number().nonnegative())
 
 const errorCode = z.string().refine((c): c is ErrorCode => Object.hasOwn(ERROR_STATUS, c), 'unknown code')
 /** An error as it travels: the contract's shape, with a known code. */
-const serializedError: z.ZodType<SerializedError> = z.lazy(() =>
+export const serializedError: z.ZodType<SerializedError> = z.lazy(() =>
   z.object({
     code: errorCode as unknown as z.ZodType<ErrorCode>,
     message: z.string(),

@@ -5,6 +5,7 @@
  * state folder (mode 0600), so that a head started again on the same folder
  * takes its nodes back.
  */
+import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { networkInterfaces, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -13,12 +14,13 @@ import { clusterBackend } from '../cluster/head/backend.ts'
 import { NodeRegistry } from '../cluster/head/registry.ts'
 import { headRoutes } from '../cluster/head/routes.ts'
 import { isReachableUrl } from '../cluster/protocol.ts'
+import { emptySnapshot, isRedisUrl, openStateStore } from '../cluster/head/state/store.ts'
 import { headSecret, writeJoinCommand } from '../cluster/secret.ts'
 import type { AdmissionLimits } from '../node/admission.ts'
 import { listen } from '../node/http/listen.ts'
 import { createGatewayApp } from './app.ts'
 import { LOOPBACK } from './platform.ts'
-import { FunctionRegistry } from './registry/registry.ts'
+import { FunctionRegistry, type KeptBundle } from './registry/registry.ts'
 
 export interface HeadOptions {
   functionsDir: string
@@ -29,7 +31,11 @@ export interface HeadOptions {
   metricsPublic?: boolean | undefined
   /** Shared with the nodes: given, else kept in the state folder from an earlier start, else made up. */
   secret?: string | undefined
-  /** Where the head keeps what outlives it (its secret, the join command); default a temporary folder. */
+  /**
+   * Where the head keeps what outlives it (its secret, functions, the calls
+   * and objects it owns): a folder, or a `redis://` URL. Without it, nothing
+   * outlives the head (its secret and join command go to a temporary folder).
+   */
   stateDir?: string | undefined
   /** The URL nodes use to reach this head, for the join command (default: where it listens). */
   advertiseUrl?: string | undefined
@@ -49,6 +55,24 @@ function externalAddress(): string {
   return '127.0.0.1'
 }
 
+/** A node silent this long is dead, by default. */
+const DEAD_AFTER_MS = 5000
+
+/** Installs the functions a head kept from an earlier start; one that fails is said and skipped. */
+async function restoreFunctions(functions: FunctionRegistry, kept: Map<string, string>): Promise<void> {
+  for (const [name, text] of kept) {
+    try {
+      const bundle = JSON.parse(text) as Partial<KeptBundle>
+      const { code, version, deployedAt } = bundle
+      if (typeof code !== 'string' || typeof version !== 'string' || typeof deployedAt !== 'string')
+        throw new Error('its kept entry is not a bundle')
+      await functions.install(name, { code, version, deployedAt })
+    } catch (err) {
+      console.warn(`function ${name} kept from an earlier start not deployed: ${(err as Error).message}`)
+    }
+  }
+}
+
 export async function startHead(options: HeadOptions) {
   const host = options.host ?? '127.0.0.1'
   if (!LOOPBACK.has(host) && !options.token) {
@@ -56,15 +80,29 @@ export async function startHead(options: HeadOptions) {
       `refusing to listen on ${host} without a token: set --token or MAGPIE_TOKEN, or use 127.0.0.1`,
     )
   }
-  const tempDir = options.stateDir === undefined ? await mkdtemp(join(tmpdir(), 'magpie-head-')) : undefined
-  const stateDir = options.stateDir ?? (tempDir as string)
-  const { secret, file: secretFile } = await headSecret(stateDir, options.secret)
-  const functions = new FunctionRegistry({ bundleDir: join(stateDir, 'bundles') })
-  await functions.deployAll(options.functionsDir)
+  const where = options.stateDir
+  const inFolder = where !== undefined && !isRedisUrl(where)
+  const tempDir = inFolder ? undefined : await mkdtemp(join(tmpdir(), 'magpie-head-'))
+  // Local files (the secret file for nodes on this host, bundles, spill) go to the state folder if there is one.
+  const stateDir = inFolder ? where : (tempDir as string)
+  const state = where === undefined ? undefined : openStateStore(where)
+  const kept = state ? await state.load() : emptySnapshot()
+  const { secret, file: secretFile } = await headSecret(stateDir, options.secret ?? kept.meta.get('secret'))
+  state?.set('meta', 'secret', secret)
+  const functions = new FunctionRegistry({
+    bundleDir: join(stateDir, 'bundles'),
+    onDeploy: (name, bundle) => state?.set('functions', name, JSON.stringify(bundle)),
+  })
+  await restoreFunctions(functions, kept.functions)
+  if (existsSync(options.functionsDir) || functions.names().length === 0) {
+    await functions.deployAll(options.functionsDir)
+  }
   const client = new InternalClient(secret)
+  const deadAfterMs = options.deadAfterMs ?? DEAD_AFTER_MS
   const registry = new NodeRegistry({
-    ...(options.deadAfterMs === undefined ? {} : { deadAfterMs: options.deadAfterMs }),
+    deadAfterMs,
     onDead: (node) => backend.nodeDied(node),
+    onJoin: (node) => backend.joined(node),
   })
   const backend = clusterBackend({
     registry,
@@ -72,7 +110,10 @@ export async function startHead(options: HeadOptions) {
     config: (fn) => functions.get(fn)?.config,
     spillDir: join(stateDir, 'spill', 'head'),
     admission: options.admission,
+    state,
   })
+  const restored = backend.restore(kept, deadAfterMs)
+  await state?.flushed()
   const app = createGatewayApp({
     backend,
     functions,
@@ -97,11 +138,14 @@ export async function startHead(options: HeadOptions) {
     /** The file that holds the command that joins a node (mode 0600). */
     joinCommandFile,
     registry,
+    /** What was served again from the state of an earlier run. */
+    restored,
     close(): Promise<void> {
       closed ??= (async () => {
         registry.close()
         await server.close()
         backend.close()
+        await state?.close()
         if (tempDir) await rm(tempDir, { recursive: true, force: true })
       })()
       return closed

@@ -43,6 +43,12 @@ export interface Backend {
   admit(calls: number, bytes: number): void
   /** Starts a call; false if an object with its id exists already (nothing runs). */
   submit(spec: TaskSpec): boolean
+  /**
+   * Resolves once the calls and puts accepted so far would outlive this
+   * process (kept in the head's state), so that accepting them may be
+   * answered; where nothing is kept, absent.
+   */
+  durable?(): Promise<void>
   /** Stores a value; false if the id is taken. */
   put(id: string, value: EncodedValue, ttlMs?: number): Promise<boolean>
   /** The value of a ready object, wherever it is stored. */

@@ -18,14 +18,14 @@ import { MagpieError, type SerializedError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 import { type InternalClient, isUnreachable } from '../client.ts'
 import { warn } from '../log.ts'
-import { INLINE_MAX, type Moved, type ObjectMeta, ownerOf, type SettledReport } from '../protocol.ts'
+import { INLINE_MAX, type Moved, ownerOf, type SettledReport } from '../protocol.ts'
 import { Directory, type DirectoryRecord, type Outcome } from './directory.ts'
 import { Dispatcher } from './dispatcher.ts'
+import { Journal } from './journal.ts'
 import { place } from './placement.ts'
+import { Recovery } from './recovery.ts'
 import type { ClusterNode, NodeRegistry } from './registry.ts'
-
-/** An id no object has: asking a node for it tells whether the node still answers. */
-const PROBE_ID = 'probe-no-object-0'
+import type { StateSnapshot, StateStore } from './state/store.ts'
 
 export interface ClusterBackendOptions {
   registry: NodeRegistry
@@ -37,6 +37,8 @@ export interface ClusterBackendOptions {
   spillDir: string
   /** Bounds on the calls in flight in the cluster (backpressure; defaults from memory). */
   admission?: AdmissionLimits | undefined
+  /** Where what the head owns is kept, to be served again after a restart. */
+  state?: StateStore | undefined
 }
 
 export interface ClusterBackend extends Backend {
@@ -52,6 +54,13 @@ export interface ClusterBackend extends Backend {
   record(id: string): DirectoryRecord | undefined
   /** The address of a node, if it is known. */
   addressOf(nodeId: string | undefined): string | undefined
+  /** A node joined (or joined again). */
+  joined(node: ClusterNode): void
+  /**
+   * Serves again what the state kept from an earlier run of the head; after
+   * `waitMs` (for its nodes to join again) reconciles calls in flight with them.
+   */
+  restore(kept: StateSnapshot, waitMs: number): { calls: number; objects: number }
   /** Stops the directory's sweeper and deletes its spill files. */
   close(): void
 }
@@ -72,82 +81,14 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     forgotten: (id) => dispatcher.forget(id),
   })
   const dispatcher = new Dispatcher({ registry, directory, client })
+  const recovery = new Recovery({ registry, client, directory, dispatcher })
+  const journal = options.state && new Journal(options.state)
+  directory.keepIn(journal)
   const admission = new Admission(options.admission ?? {}, () => dispatcher.inFlight())
   /** Ids freed lately: a late report of their call must not bring them back. */
   const freed = new LRUCache<string, true>({ max: 100_000 })
 
-  /**
-   * What a dead node held is made again where its call may run again
-   * (lineage); the rest fails one way everywhere: 410 OBJECT_LOST, naming
-   * the node and the call.
-   */
-  function lostWith(node: ClusterNode): void {
-    for (const record of directory.heldOn(node.id)) {
-      const call = dispatcher.lineageOf(record.id)
-      if (dispatcher.rebuild(record.id)) continue
-      const what = call
-        ? `its call of ${call.fn} ran ${call.attempts} times, its limit (maxRetries ${call.maxRetries})`
-        : record.function
-          ? `it was made inside a function on that node, which owned it`
-          : 'a put cannot be made again'
-      directory.lose(record.id, {
-        code: 'OBJECT_LOST',
-        message: `object ${record.id} was on node ${node.id}, which died; ${what}`,
-      })
-    }
-  }
-
-  /**
-   * A holder that could not be reached: if a fresh connection is refused too,
-   * nothing listens there any more, and it is taken for dead now (rather than
-   * when it misses its heartbeats), so that what it held is made again.
-   */
-  async function unreachable(nodeId: string | undefined, err: unknown): Promise<void> {
-    const node = registry.get(nodeId ?? '')
-    if (!node || node.state === 'dead' || !isUnreachable(err)) return
-    const refused = (e: unknown) => (e as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED'
-    if (refused(err) || (await client.meta(node.address, PROBE_ID).then(() => false, refused))) {
-      registry.markDead(node.id)
-    }
-  }
-
   const addressOf = (nodeId: string | undefined) => (nodeId ? registry.get(nodeId)?.address : undefined)
-
-  /** Settles a record from a node's meta; while it is unfinished there, waits for it on that node. */
-  function settleFromMeta(node: ClusterNode, meta: ObjectMeta): void {
-    if (meta.status === 'ready') {
-      directory.settle(meta.id, {
-        held: { node: node.id, size: meta.size, contentType: meta.contentType ?? BYTES_TYPE },
-      })
-    } else if (meta.status === 'failed' || meta.status === 'cancelled') {
-      directory.settle(meta.id, failure(meta.status, meta.error))
-    } else {
-      client.meta(node.address, meta.id, 60).then(
-        (later) => (later ? settleFromMeta(node, later) : directory.delete(meta.id)),
-        (err: unknown) =>
-          directory.settle(meta.id, {
-            error: { code: 'OBJECT_LOST', message: `node ${node.id} is gone: ${(err as Error).message}` },
-          }),
-      )
-    }
-  }
-
-  /** Asks nodes for an object, all at once; the one holding it (not a mere copy, if any has it so). */
-  async function findOnNodes(
-    id: string,
-    nodes: ClusterNode[],
-  ): Promise<[ClusterNode, ObjectMeta] | undefined> {
-    const answers = await Promise.all(
-      nodes.map((node) =>
-        client.meta(node.address, id).then(
-          (meta) => (meta ? ([node, meta] as [ClusterNode, ObjectMeta]) : undefined),
-          () => undefined,
-        ),
-      ),
-    )
-    const found = answers.filter((a) => a !== undefined)
-    return found.find(([, meta]) => !meta.cached) ?? found[0]
-  }
 
   /** Stores a value on a node chosen by load; the node's refusal (OBJECT_STORE_FULL, say) is the caller's error. */
   async function storeOnNode(
@@ -172,7 +113,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     size: number,
     contentType: string,
   ): boolean {
-    if (!directory.create(id, null, { ttlMs, node: node.id })) return false
+    if (!directory.create(id, null, { ttlMs, node: node.id, owned: true })) return false
     directory.settle(id, value ? { value, node: node.id } : { held: { node: node.id, size, contentType } })
     return true
   }
@@ -205,7 +146,8 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         throw new MagpieError(`no live node can run ${spec.fn} (cpus or resources)`, { code: 'NO_CAPACITY' })
       }
       const ttlMs = options.ttlS === undefined ? undefined : options.ttlS * 1000
-      if (!directory.create(spec.id, spec.fn, { ttlMs })) return false
+      if (!directory.create(spec.id, spec.fn, { ttlMs, owned: true })) return false
+      journal?.called(spec, ttlMs)
       dispatcher.submit({ ...spec, options })
       return true
     },
@@ -245,12 +187,12 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       }
       // An id that names no live node may be held by any: a put of a head that has restarted since.
       const candidates = named ? [named] : registry.alive()
-      const found = await findOnNodes(id, candidates)
+      const found = await recovery.findOnNodes(id, candidates)
       if (!found) return false
       const [node, meta] = found
       if (directory.create(id, meta.function, { ttlMs: meta.ttlMs, node: node.id })) {
         directory.locate(id, node.id, meta.attempts)
-        settleFromMeta(node, meta)
+        recovery.settleFromMeta(node, meta)
       }
       return true
     },
@@ -268,7 +210,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       try {
         found = await client.streamObject(at, entry.id)
       } catch (err) {
-        await unreachable(entry.node, err)
+        await recovery.unreachable(entry.node, err)
         const now = directory.lookup(entry.id)
         // Being made again: the reader polls, and waits for it.
         if (now?.status === 'pending' || now?.status === 'running')
@@ -289,7 +231,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       const at = addressOf(entry.node)
       if (!at) throw new MagpieError(`object ${entry.id} was on a node that is gone`, { code: 'OBJECT_LOST' })
       return client.readObject(entry.id, at, true).catch(async (err: unknown) => {
-        await unreachable(entry.node, err)
+        await recovery.unreachable(entry.node, err)
         throw err
       })
     },
@@ -338,7 +280,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         // A call of a head that has restarted since: its result is readable here all the same.
         if (!directory.lookup(o.id)) {
           if (freed.has(o.id)) continue
-          directory.create(o.id, null)
+          directory.create(o.id, null, { owned: true })
         }
         // The node that ran it holds the value (a thief, if the call was stolen).
         directory.locate(o.id, report.node, attempts)
@@ -361,8 +303,31 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     handBack: (ids) => dispatcher.handBack(ids),
     nodeDied: (node) => {
       dispatcher.nodeDied(node)
-      lostWith(node)
+      recovery.lostWith(node.id)
     },
-    close: () => directory.close(),
+    durable: async () => {
+      try {
+        await journal?.flushed()
+      } catch (err) {
+        throw new MagpieError(
+          `the head could not keep this in its state (${options.state?.where}): ${(err as Error).message}`,
+          {
+            code: 'NOT_READY',
+          },
+        )
+      }
+    },
+    joined: (node) => recovery.joined(node),
+    restore(kept, waitMs) {
+      // What is read back is kept already: not written again.
+      directory.keepIn(undefined)
+      const restored = recovery.restore(kept, waitMs)
+      directory.keepIn(journal)
+      return restored
+    },
+    close: () => {
+      recovery.close()
+      directory.close()
+    },
   }
 }

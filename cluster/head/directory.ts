@@ -32,6 +32,8 @@ export interface DirectoryRecord extends ObjectInfo {
   /** Whether the value is kept here (a small JSON value that came inline). */
   inline: boolean
   ttlMs: number
+  /** The head's own object (a client's call or put), kept in its state; else one it was asked about. */
+  owned: boolean
   /** 0 while unfinished; then the time its TTL runs out. */
   expiresAt: number
   /** The second whose expiry check holds it (0: none). */
@@ -43,6 +45,13 @@ export type Outcome =
   | { value: EncodedValue; node?: string | undefined }
   | { held: { node: string; size: number; contentType: string } }
   | { error: SerializedError; cancelled?: boolean | undefined }
+
+/** Told of every change to an owned object, to keep it in the head's state. */
+export interface DirectoryJournal {
+  settled(record: DirectoryRecord, value: EncodedValue | undefined): void
+  reopened(id: string): void
+  forgotten(id: string): void
+}
 
 export interface DirectoryOptions {
   /** Default lifetime after a client last saw an object, in ms. */
@@ -63,6 +72,7 @@ export class Directory {
   readonly #now: () => number
   readonly #sweeper: ReturnType<typeof setInterval>
   readonly #forgotten: (id: string) => void
+  #journal: DirectoryJournal | undefined
 
   constructor(options: DirectoryOptions) {
     this.#forgotten = options.forgotten ?? (() => {})
@@ -81,7 +91,7 @@ export class Directory {
   create(
     id: string,
     fn: string | null,
-    options: { ttlMs?: number | undefined; node?: string } = {},
+    options: { ttlMs?: number | undefined; node?: string; owned?: boolean; createdAt?: number } = {},
   ): boolean {
     if (this.lookup(id)) return false
     this.#records.set(id, {
@@ -91,9 +101,10 @@ export class Directory {
       contentType: null,
       function: fn,
       attempts: 0,
-      createdAt: this.#now(),
+      createdAt: options.createdAt ?? this.#now(),
       node: options.node,
       inline: false,
+      owned: options.owned ?? false,
       ttlMs: options.ttlMs ?? this.#ttlMs,
       expiresAt: 0,
       bucket: 0,
@@ -148,7 +159,13 @@ export class Directory {
       record.error = outcome.error
     }
     this.#extend(record)
+    if (record.owned) this.#journal?.settled(record, 'value' in outcome ? outcome.value : undefined)
     this.#waiters.notify(id, record)
+  }
+
+  /** From now on, changes to owned objects are told to `journal` (undefined: to none). */
+  keepIn(journal: DirectoryJournal | undefined): void {
+    this.#journal = journal
   }
 
   /**
@@ -168,6 +185,7 @@ export class Directory {
       expiresAt: 0,
       bucket: 0,
     })
+    if (record.owned) this.#journal?.reopened(id)
   }
 
   /** A ready object whose value was lost and cannot be made again: failed, with why. */
@@ -176,6 +194,7 @@ export class Directory {
     if (record?.status !== 'ready') return
     record.status = 'failed'
     record.error = error
+    if (record.owned) this.#journal?.settled(record, undefined)
   }
 
   /** Ready objects whose value is held by `node` alone (not inline here). */
@@ -243,6 +262,7 @@ export class Directory {
     if (record.bucket !== 0) this.#expiries.remove(record.id, record.bucket)
     if (record.inline) this.#values.remove(record.id)
     this.#waiters.notify(record.id, undefined)
+    if (record.owned) this.#journal?.forgotten(record.id)
     this.#forgotten(record.id)
   }
 }

@@ -6,7 +6,7 @@
  * the way. A call runs at most `maxRetries` times more; then it fails.
  */
 import { argumentBytes } from '../../node/admission.ts'
-import type { TaskSpec } from '../../node/task.ts'
+import { DEFAULT_MAX_RETRIES, type TaskSpec } from '../../node/task.ts'
 import type { TaskArg } from '../../node/worker/messages.ts'
 import { serializeError } from '../../sdk/errors.ts'
 import { type InternalClient, isTransient, type OutgoingCall } from '../client.ts'
@@ -27,6 +27,16 @@ interface Placed {
   node: string
   /** Bytes of its arguments, counted while it is in flight. */
   bytes: number
+}
+
+function jobOf(spec: TaskSpec, attempts: number): Placed {
+  return {
+    spec,
+    attempts,
+    maxRetries: spec.options.maxRetries ?? DEFAULT_MAX_RETRIES,
+    node: '',
+    bytes: argumentBytes(spec.args),
+  }
 }
 
 export interface DispatcherOptions {
@@ -90,15 +100,42 @@ export class Dispatcher {
 
   /** Places a new call (its options complete) and sends it; false if no live node can run it. */
   submit(spec: TaskSpec): boolean {
-    const job: Placed = {
-      spec,
-      attempts: 1,
-      maxRetries: spec.options.maxRetries ?? 3,
-      node: '',
-      bytes: argumentBytes(spec.args),
-    }
+    const job = jobOf(spec, 1)
     this.#place(job)
     return this.#dispatch(job)
+  }
+
+  /**
+   * A call that was in flight when the head last stopped: in flight again,
+   * on no node, until it is found on one (adopt) or run again (rerun).
+   */
+  restored(spec: TaskSpec, attempts: number): void {
+    this.#place(jobOf(spec, attempts))
+  }
+
+  /** A restored call found unfinished on `node`: in flight there, placed again if that node dies. */
+  adopt(id: string, node: string): void {
+    const job = this.#placed.get(id)
+    if (job?.node !== '') return
+    job.node = node
+    this.#directory.locate(id, node)
+  }
+
+  /**
+   * A restored call that no node has: run again if its retries allow, else
+   * failed; false (and left waiting) while no live node could run it.
+   */
+  rerun(id: string, why: string): boolean {
+    const job = this.#placed.get(id)
+    if (job?.node !== '') return true
+    if (!this.canPlace(job.spec.options)) return false
+    this.#retry(job, why)
+    return true
+  }
+
+  /** The call that made a restored result held on a node, to make it again should that node die. */
+  restoredLineage(spec: TaskSpec, attempts: number): void {
+    this.#lineage.set(spec.id, jobOf(spec, attempts))
   }
 
   /**

@@ -25,6 +25,8 @@ export interface NodeRegistryOptions {
   /** Makes the id of a node that did not bring a usable one (default: newNodeId). */
   newId?: () => string
   onDead?: (node: ClusterNode) => void
+  /** Told of every node that registers (for the first time, or again). */
+  onJoin?: (node: ClusterNode) => void
   /** Sweeps for silent nodes on a timer (default true; tests call sweep themselves). */
   sweep?: boolean
 }
@@ -56,6 +58,7 @@ export class NodeRegistry {
   readonly #now: () => number
   readonly #newId: () => string
   readonly #onDead: (node: ClusterNode) => void
+  readonly #onJoin: (node: ClusterNode) => void
   readonly #sweeper: ReturnType<typeof setInterval> | undefined
 
   constructor(options: NodeRegistryOptions = {}) {
@@ -63,6 +66,7 @@ export class NodeRegistry {
     this.#now = options.now ?? Date.now
     this.#newId = options.newId ?? newNodeId
     this.#onDead = options.onDead ?? (() => {})
+    this.#onJoin = options.onJoin ?? (() => {})
     if (options.sweep !== false) {
       this.#sweeper = setInterval(() => this.sweep(), Math.min(1000, this.#deadAfterMs / 2))
       this.#sweeper.unref()
@@ -92,6 +96,7 @@ export class NodeRegistry {
       placedSinceBeat: 0,
     }
     this.#nodes.set(node.id, node)
+    this.#onJoin(node)
     return node
   }
 

@@ -29,9 +29,18 @@ export interface FunctionRecord extends FunctionInfo {
   url: string
 }
 
+/** A deployed bundle as a head keeps it in its state. */
+export interface KeptBundle {
+  code: string
+  version: string
+  deployedAt: string
+}
+
 export interface FunctionRegistryOptions {
   /** Folder the bundles are written to. */
   bundleDir: string
+  /** Told of every bundle deployed (not of those installed from a kept copy). */
+  onDeploy?: (name: string, bundle: KeptBundle) => void
   /** Reports folders that could not be deployed (default: console.warn). */
   warn?: (message: string) => void
 }
@@ -41,9 +50,11 @@ export class FunctionRegistry {
   readonly #bundleDir: string
   readonly #warn: (message: string) => void
   readonly #listeners = new Set<() => void>()
+  readonly #onDeploy: (name: string, bundle: KeptBundle) => void
 
   constructor(options: FunctionRegistryOptions) {
     this.#bundleDir = options.bundleDir
+    this.#onDeploy = options.onDeploy ?? (() => {})
     this.#warn = options.warn ?? ((m) => console.warn(m))
   }
 
@@ -70,18 +81,31 @@ export class FunctionRegistry {
     const entry = findEntry(folder)
     if (!entry) throw new BadRequestError(`${folder} has no index.ts, index.mts, index.js or index.mjs`)
     const { code, version } = await bundleFunction(entry)
+    // The same content again changes nothing.
+    const known = this.#records.get(name)
+    if (known?.version === version) return known
+    const bundle = { code, version, deployedAt: new Date().toISOString() }
+    const record = await this.install(name, bundle, entry)
+    this.#onDeploy(name, bundle)
+    return record
+  }
+
+  /** Installs a bundle already made (kept by a head from an earlier start) under `name`. */
+  async install(name: string, bundle: KeptBundle, from = `the bundle of ${name}`): Promise<FunctionRecord> {
+    if (!FUNCTION_NAME.test(name)) throw new BadRequestError(`bad function name: ${name}`)
+    const { code, version, deployedAt } = bundle
     await mkdir(this.#bundleDir, { recursive: true })
     const file = join(this.#bundleDir, `${name}-${version}.mjs`)
     await writeFile(file, code)
     const url = pathToFileURL(file).href
     const mod = (await import(url)) as { default?: unknown; config?: unknown }
     if (typeof mod.default !== 'function')
-      throw new BadRequestError(`${entry} has no default-exported function or class`)
+      throw new BadRequestError(`${from} has no default-exported function or class`)
     const kind: FunctionKind = /^class[\s{]/.test(Function.prototype.toString.call(mod.default))
       ? 'actor'
       : 'function'
     const config = checkCallOptions(mod.config, `${name} config`)
-    const record: FunctionRecord = { name, kind, version, config, deployedAt: new Date().toISOString(), url }
+    const record: FunctionRecord = { name, kind, version, config, deployedAt, url }
     this.#records.set(name, record)
     for (const listener of this.#listeners) listener()
     return record

@@ -31,6 +31,7 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
     // A call sent again is answered as the first was, however full the queues are.
     if (!backend.lookup(id)) backend.admit(1, argumentBytes(args))
     backend.submit({ id, fn: name, args, options })
+    await backend.durable?.()
     if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000), backend)
     return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
   })
@@ -53,6 +54,7 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
       backend.submit({ id: call.id, fn: call.fn, args: call.args, options: call.options })
       return { id: call.id, status: backend.lookup(call.id)?.status ?? 'pending' }
     })
+    await backend.durable?.()
     return c.json(answers, 202)
   })
 

@@ -31,6 +31,7 @@ export function objectRoutes(backend: Backend): Hono {
     } else {
       await backend.put(id, await readValue(c), ttlMs)
     }
+    await backend.durable?.()
     c.header('Location', `/v1/objects/${id}`)
     return c.json({ id }, 201)
   })
