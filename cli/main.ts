@@ -21,7 +21,8 @@ commands:
                               (bytes, 64MiB, 2GB or a share of RAM); [--state DIR] where values spill
                               to disk (default a temporary folder); [--spill-limit SIZE] disk for them
         calls (start, --join, --nodes): [--max-call-time S] the longest any call may run, in seconds;
-                              [--worker-memory 512MiB] the most heap one worker thread may use
+                              [--worker-memory 512MiB] the most heap one worker thread may use;
+                              [--max-call-output 1MiB] what one call may write to stdout and stderr
         gateway (start, --head, --nodes): [--max-body 64MiB] largest request body;
                               [--metrics-public] /metrics without the token;
                               [--max-queued N] [--max-queued-bytes SIZE] calls (and bytes of their
@@ -55,6 +56,7 @@ async function main(argv: string[]): Promise<number> {
       'metrics-public': { type: 'boolean' },
       'max-call-time': { type: 'string' },
       'worker-memory': { type: 'string' },
+      'max-call-output': { type: 'string' },
       'max-queued': { type: 'string' },
       'max-queued-bytes': { type: 'string' },
       'stop-grace': { type: 'string' },
@@ -86,6 +88,7 @@ async function main(argv: string[]): Promise<number> {
         metricsPublic: values['metrics-public'],
         maxCallTime: values['max-call-time'],
         workerMemory: values['worker-memory'],
+        maxCallOutput: values['max-call-output'],
         maxQueued: values['max-queued'],
         maxQueuedBytes: values['max-queued-bytes'],
         stopGrace: values['stop-grace'],

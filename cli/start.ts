@@ -34,6 +34,7 @@ export interface StartFlags {
   metricsPublic?: boolean | undefined
   maxCallTime?: string | undefined
   workerMemory?: string | undefined
+  maxCallOutput?: string | undefined
   maxQueued?: string | undefined
   maxQueuedBytes?: string | undefined
   resources?: string | undefined
@@ -53,8 +54,12 @@ function storeFlags(flags: StartFlags): {
   spillLimit?: number
   maxCallTimeMs?: number
   workerMemoryMb?: number
+  maxCallOutputBytes?: number
 } {
   return {
+    ...(flags.maxCallOutput === undefined
+      ? {}
+      : { maxCallOutputBytes: parseBytes('max-call-output', flags.maxCallOutput) }),
     ...(flags.workerMemory === undefined ? {} : { workerMemoryMb: workerMemoryFlag(flags.workerMemory) }),
     ...(flags.maxCallTime === undefined ? {} : { maxCallTimeMs: maxCallTimeFlag(flags.maxCallTime) }),
     ...(flags.objectStoreMemory === undefined
@@ -71,6 +76,7 @@ function storeArgs(flags: StartFlags): string[] {
   if (flags.spillLimit !== undefined) args.push('--spill-limit', flags.spillLimit)
   if (flags.maxCallTime !== undefined) args.push('--max-call-time', flags.maxCallTime)
   if (flags.workerMemory !== undefined) args.push('--worker-memory', flags.workerMemory)
+  if (flags.maxCallOutput !== undefined) args.push('--max-call-output', flags.maxCallOutput)
   // A head's Redis is not for its nodes: they keep their spill files in a temporary folder.
   if (flags.state !== undefined && !isRedisUrl(flags.state)) args.push('--state', resolve(flags.state))
   return args

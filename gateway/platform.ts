@@ -31,6 +31,8 @@ export interface PlatformOptions {
   maxCallTimeMs?: number | undefined
   /** The most heap a worker thread may use, in MiB (`--worker-memory`). */
   workerMemoryMb?: number | undefined
+  /** Bytes one call may write to stdout and stderr (`--max-call-output`). */
+  maxCallOutputBytes?: number | undefined
   /** Bounds on calls waiting (`--max-queued`, `--max-queued-bytes`; defaults from memory). */
   admission?: AdmissionLimits | undefined
   /** Bytes of values spilled to disk allowed (default: what the disk takes). */
@@ -65,6 +67,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,
     workerMemoryMb: options.workerMemoryMb,
+    maxCallOutputBytes: options.maxCallOutputBytes,
     admission: options.admission,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     spillDir: join(options.stateDir ?? tempDir, 'spill', 'local'),

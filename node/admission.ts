@@ -3,8 +3,9 @@
  * of arguments may wait with them. Past either bound, new calls from outside
  * are refused with QUEUE_FULL (429, with Retry-After) until some finish.
  * Calls made inside functions are never refused (a parent waiting for
- * children that could not be queued would wait forever), but they count
- * toward the bounds, so that a tree that fans out holds back new work.
+ * children that could not be queued would wait forever): the thread that
+ * makes one waits while the node is full (room.ts), and they count toward
+ * the bounds, so that a tree that fans out holds back new work.
  *
  * The defaults come from the machine's memory: one call for every 16 KiB
  * of it, at most a million (a call waiting in a node costs it 2 to 4 KiB,
@@ -56,6 +57,12 @@ export class Admission {
       throw new TypeError('maxQueued must be a positive integer')
     if (!(this.#maxBytes > 0)) throw new TypeError('maxQueuedBytes must be a positive number')
     this.#now = now
+  }
+
+  /** How many more calls may be unfinished now (0 while the arguments waiting are past their bound). */
+  room(): number {
+    const now = this.#now()
+    return now.bytes > this.#maxBytes ? 0 : this.#maxQueued - now.calls
   }
 
   /** Throws QueueFullError if `calls` more calls with `bytes` of arguments would pass a bound. */

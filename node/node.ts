@@ -17,6 +17,7 @@ import { Dispatcher } from './dispatcher.ts'
 import { MemoryPressure } from './memory-pressure.ts'
 import { NodeCounters } from './node-counters.ts'
 import { RemoteObjects } from './remote-objects.ts'
+import { RoomSignal } from './room.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
 import { isSettled, ObjectStore } from './store/object-store.ts'
 import { SpillStore } from './store/spill.ts'
@@ -25,6 +26,9 @@ import { TaskRunner } from './task-runner.ts'
 import type { WorkerHandle } from './worker/worker-handle.ts'
 import { WorkerPool } from './worker-pool.ts'
 import { WorkerRequests } from './worker-requests.ts'
+
+/** Bytes one call may write to stdout and stderr, by default. */
+export const DEFAULT_CALL_OUTPUT_BYTES = 2 ** 20
 
 export interface NodeOptions {
   functions: FunctionCatalog
@@ -42,6 +46,8 @@ export interface NodeOptions {
   ttlS?: number
   /** The most heap one worker thread may use, in MiB: a call past it fails with WORKER_CRASHED, the node lives on. */
   workerMemoryMb?: number | undefined
+  /** Bytes one call may write to stdout and stderr; the rest is dropped, with a marker (default 1 MiB). */
+  maxCallOutputBytes?: number | undefined
   /** Bounds on the calls from outside that may wait here (backpressure; defaults from memory). */
   admission?: AdmissionLimits | undefined
   /** The longest any call may run, in ms: calls with no timeoutMs, or a longer one, get this one. */
@@ -105,6 +111,8 @@ export class LocalNode {
   readonly #ttlMs: number
   readonly #maxCallTimeMs: number | undefined
   readonly #admission: Admission
+  /** Whether this node is full, as its threads see it. */
+  readonly #room: RoomSignal
   /** Calls made by calls running here, by the id of the call that made them: what a recursive cancel reaches. */
   readonly #children = new Map<string, string[]>()
   readonly #cancelElsewhere: NodeOptions['cancelElsewhere']
@@ -122,11 +130,15 @@ export class LocalNode {
     const heapMb = options.workerMemoryMb
     if (heapMb !== undefined && !(Number.isInteger(heapMb) && heapMb >= 16))
       throw new TypeError('options.workerMemoryMb must be an integer of at least 16')
+    const output = options.maxCallOutputBytes
+    if (output !== undefined && !(Number.isInteger(output) && output >= 0))
+      throw new TypeError('options.maxCallOutputBytes must be a non-negative integer')
     const maxCall = options.maxCallTimeMs
     if (maxCall !== undefined && !(maxCall > 0))
       throw new TypeError('options.maxCallTimeMs must be a positive number')
     this.#maxCallTimeMs = maxCall
     this.#cancelElsewhere = options.cancelElsewhere
+    this.#room = new RoomSignal(cpus)
     this.#admission = new Admission(options.admission ?? {}, () => ({
       calls: this.store.unfinished,
       bytes: this.#tasks.waitingBytes,
@@ -182,8 +194,18 @@ export class LocalNode {
       functions: options.functions,
       store,
       workerMemoryMb: options.workerMemoryMb,
-      messages: (worker, batch) => requests.handle(worker, batch),
-      crashed: (worker, error) => this.#tasks.crashed(worker, error),
+      maxCallOutputBytes: options.maxCallOutputBytes ?? DEFAULT_CALL_OUTPUT_BYTES,
+      room: this.#room.cells,
+      messages: (worker, batch) => {
+        requests.handle(worker, batch)
+        let submits = 0
+        for (const message of batch) if (message.type === 'submit') submits++
+        this.#publishRoom(worker.index, submits)
+      },
+      crashed: (worker, error) => {
+        this.#room.reset(worker.index)
+        this.#tasks.crashed(worker, error)
+      },
       replaced: () => this.#dispatcher.soon(),
     })
     this.#dispatcher = new Dispatcher({
@@ -198,6 +220,7 @@ export class LocalNode {
         return false
       },
     })
+    this.#publishRoom()
   }
 
   /**
@@ -229,7 +252,13 @@ export class LocalNode {
       else this.#children.set(parent, [spec.id])
     }
     this.#tasks.start(task)
+    if (!from) this.#publishRoom()
     return true
+  }
+
+  /** Tells the threads the node's room, after it took in `seen` nested calls of `thread`. */
+  #publishRoom(thread = 0, seen = 0): void {
+    this.#room.update(this.#admission.room(), thread, seen)
   }
 
   #task(spec: TaskSpec, origin?: number): Task {
@@ -293,6 +322,7 @@ export class LocalNode {
     const task = this.#task(spec)
     const pinned = this.#create(task, visible) && !visible && this.store.pin(spec.id)
     this.#tasks.start(task)
+    this.#publishRoom()
     return pinned
   }
 

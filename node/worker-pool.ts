@@ -16,6 +16,10 @@ export interface WorkerPoolOptions {
   store: ObjectStore
   /** The most heap a worker thread may use, in MiB (default: V8's own limit). */
   workerMemoryMb?: number | undefined
+  /** Bytes one call may write to stdout and stderr. */
+  maxCallOutputBytes: number
+  /** Whether the node is full (see room.ts). */
+  room: Int32Array
   messages(worker: WorkerHandle, batch: FromWorker[]): void
   /** A thread died: what it ran is the caller's to settle; a new thread takes its place. */
   crashed(worker: WorkerHandle, error: Error | undefined): void
@@ -81,7 +85,14 @@ export class WorkerPool {
 
   #spawn(index: number): WorkerHandle {
     return new WorkerHandle(
-      { index, idPrefix: this.#options.idPrefix, ...this.#catalog() },
+      {
+        index,
+        idPrefix: this.#options.idPrefix,
+        maxCallOutput: this.#options.maxCallOutputBytes,
+        room: this.#options.room,
+        threads: this.#options.cpus,
+        ...this.#catalog(),
+      },
       {
         messages: (handle, batch) => this.#options.messages(handle, batch),
         exit: (handle, error) => this.#exited(handle, error),

@@ -56,6 +56,8 @@ export interface NodeProcessOptions {
   maxCallTimeMs?: number | undefined
   /** The most heap a worker thread may use, in MiB (`--worker-memory`). */
   workerMemoryMb?: number | undefined
+  /** Bytes one call may write to stdout and stderr (`--max-call-output`). */
+  maxCallOutputBytes?: number | undefined
   spillLimit?: number | undefined
   /** Values spill to spill/<node id> in it (default: a temporary folder). */
   stateDir?: string | undefined
@@ -82,6 +84,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,
     workerMemoryMb: options.workerMemoryMb,
+    maxCallOutputBytes: options.maxCallOutputBytes,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
     fetchRemote: (id, at) => fetchObject(id, at),

@@ -40,6 +40,8 @@ export interface RuntimeIO {
   idPrefix: string
   /** Counts the handles this thread holds. */
   refs: RefTracker
+  /** Returns once the node has room for one more call (it waits while the node is full). */
+  room(): void
 }
 
 /** A value as a function sees it; the refs in it are counted as held by this thread. */
@@ -85,6 +87,7 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
     name,
     remote: (...args: unknown[]) => {
       if (!io.knows(name)) throw new FunctionNotFoundError(`no function named ${name}`)
+      io.room()
       const id = newObjectId(io.idPrefix)
       io.send({ type: 'submit', id, fn: name, args: args.map(encodeArg), options, parent: io.currentTask() })
       return made(id)

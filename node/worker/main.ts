@@ -9,8 +9,10 @@ import { encodeValue } from '../../sdk/codec.ts'
 import { MagpieError, serializeError, TaskCancelledError } from '../../sdk/errors.ts'
 import { type FunctionRuntime, RUNTIME_KEY } from '../../sdk/runtime.ts'
 import type { AnyFunction } from '../../sdk/types.ts'
+import { waitForRoom } from '../room.ts'
 import { createFunctionRuntime, decodeArg } from './function-runtime.ts'
 import type { FromWorker, Outcome, RunTask, ToWorker, WorkerData } from './messages.ts'
+import { boundCallOutput, type Writer } from './output-bound.ts'
 import { RefTracker } from './ref-tracker.ts'
 import { toShared } from './shared-bytes.ts'
 
@@ -26,9 +28,12 @@ interface Running {
   done: boolean
   /** Aborted when the call is cancelled: `signal()` inside the function. */
   controller: AbortController
+  /** What it wrote to stdout and stderr (bounded: see output-bound.ts). */
+  output: Writer
 }
 
 const context = new AsyncLocalStorage<Running>()
+boundCallOutput(data.maxCallOutput, () => context.getStore()?.output)
 let names = new Set(data.names)
 const modules = new Map<string, AnyFunction>()
 /** Tasks started here and not finished, by id. */
@@ -53,9 +58,14 @@ const BATCH_WINDOW_MS = 0.2
 /** Moving average of run times in ms, by function. */
 const durations = new Map<string, number>()
 
+/** Nested calls wait in the outbox at most this many at a time, so that the node sees a long fan-out as it grows. */
+const SUBMITS_PER_BATCH = 32
+let submitsInOutbox = 0
+
 function send(message: FromWorker): void {
   outbox.push(message)
-  if (!flushQueued) {
+  if (message.type === 'submit' && ++submitsInOutbox >= SUBMITS_PER_BATCH) flush()
+  else if (!flushQueued) {
     flushQueued = true
     queueMicrotask(flush)
   }
@@ -63,6 +73,7 @@ function send(message: FromWorker): void {
 
 function flush(): void {
   flushQueued = false
+  submitsInOutbox = 0
   if (outbox.length === 0) return
   const batch = outbox
   outbox = []
@@ -101,6 +112,7 @@ const runtime = createFunctionRuntime({
   currentSignal: () => context.getStore()?.controller.signal,
   knows: (name) => names.has(name),
   idPrefix: data.idPrefix,
+  room: () => waitForRoom(data.room, data.threads, data.index, flush),
 })
 ;(globalThis as { [RUNTIME_KEY]?: FunctionRuntime })[RUNTIME_KEY] = runtime
 
@@ -143,6 +155,7 @@ function start(task: RunTask): void {
     waiting: 0,
     done: false,
     controller: new AbortController(),
+    output: { id: task.id, fn: task.fn, written: 0, cut: false },
   }
   started.set(task.id, running)
   if (task.timed) {

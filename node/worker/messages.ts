@@ -65,6 +65,12 @@ export interface WorkerData {
   index: number
   /** Starts the ids of objects made here, so that they name their owner (empty for a lone node). */
   idPrefix: string
+  /** Bytes one call may write to stdout and stderr; the rest is dropped, with a marker. */
+  maxCallOutput: number
+  /** Whether the node is full, shared with it: a nested call waits while it is (room.ts). */
+  room: Int32Array
+  /** The node's worker threads. */
+  threads: number
   names: string[]
   /** Bundles to import ahead of their first call. */
   urls: string[]
