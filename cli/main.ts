@@ -112,8 +112,12 @@ for (const stream of [process.stdout, process.stderr]) {
   })
 }
 
-main(process.argv.slice(2)).then(
+const argv = process.argv.slice(2)
+main(argv).then(
   (code) => {
+    // A stopped platform ends now, even if a reader of its output stalled
+    // (what is still queued for stdout would otherwise keep it alive).
+    if (argv[0] === 'start') process.exit(code)
     if (code !== 0) process.exitCode = code
   },
   (err: unknown) => {

@@ -83,6 +83,23 @@ describe('magpie start', () => {
     expect(kids.filter(alive)).toEqual([])
   })
 
+  it('stops on SIGTERM though the reader of its stdout stalled with much output waiting', async () => {
+    const { child, url } = await startCli(['--functions', join(ROOT, 'test/fixtures/functions')])
+    // Nothing reads its stdout from now on: the pipe fills, and what a call prints waits in the process.
+    child.stdout?.pause()
+    child.stdout?.removeAllListeners('data')
+    const res = await fetch(`${url}/v1/functions/chatty/invoke?wait=30`, {
+      method: 'POST',
+      body: JSON.stringify({ args: [900, 'X'] }),
+    })
+    expect(await res.json()).toBe(900)
+    const exited = once(child, 'exit')
+    const started = Date.now()
+    child.kill('SIGTERM')
+    await exited
+    expect(Date.now() - started).toBeLessThan(10_000)
+  })
+
   it('ends the node processes of --nodes with it, even when it is killed', async () => {
     const { child, url } = await startCli(['--nodes', '2', '--cpus', '1'])
     for (let i = 0; i < 100; i++) {
