@@ -4,6 +4,10 @@
  * workers prefetch a little beyond their slot, so that none waits a message
  * round trip for its next call. Dispatch runs once per turn of the event
  * loop, after everything ready in it was taken in, so that workers get batches.
+ *
+ * Calls that ask for a heap of their own size (`memoryMb`) wait in a queue
+ * of their own, in order, and run in sized threads (worker-pool.ts) when the
+ * node has a CPU slot free in all: while they run, the others take fewer.
  */
 import type { WorkScheduler } from './scheduler/scheduler.ts'
 import type { Task } from './task.ts'
@@ -35,6 +39,8 @@ export class Dispatcher {
   readonly #capacity: number
   readonly #run: (worker: WorkerHandle, task: Task) => void
   readonly #wanted: (task: Task) => boolean
+  /** Calls with `memoryMb`, in order. */
+  readonly #sized: Task[] = []
   #queued = false
 
   constructor(options: DispatcherOptions) {
@@ -48,14 +54,16 @@ export class Dispatcher {
   /** Queues a task whose arguments are ready, near the worker whose task made it. */
   enqueue(task: Task): void {
     if (!this.#wanted(task)) return // freed before it could run
-    this.#scheduler.push(task, task.origin, this.#pool.loads())
+    if (task.options.memoryMb !== undefined) this.#sized.push(task)
+    else this.#scheduler.push(task, task.origin, this.#pool.loads())
     this.soon()
   }
 
   /** Queues a task again (a retry), ahead of its turn; not one whose object was freed meanwhile. */
   requeue(task: Task): void {
     if (!this.#wanted(task)) return
-    this.#scheduler.requeue(task)
+    if (task.options.memoryMb !== undefined) this.#sized.unshift(task)
+    else this.#scheduler.requeue(task)
     this.soon()
   }
 
@@ -76,10 +84,14 @@ export class Dispatcher {
    */
   #dispatch(): void {
     const workers = this.#pool.workers
+    if (this.#sized.length > 0) this.#dispatchSized()
+    // While sized threads run calls, the node's CPU slots are counted over all threads.
+    const shared = this.#pool.sized.length > 0
     for (let given = true; given && this.#scheduler.queued > 0; ) {
       given = false
       for (const worker of workers) {
         if (!worker.alive || worker.load >= 1 - 1e-9) continue
+        if (shared && this.#pool.totalLoad() >= workers.length - 1e-9) return
         const task = this.#scheduler.take(worker.index)
         if (!task) return
         this.#run(worker, task)
@@ -94,6 +106,27 @@ export class Dispatcher {
         this.#run(worker, task)
       }
     }
+  }
+
+  /** Runs sized calls in order, while the node has a CPU slot free and a thread of their size. */
+  #dispatchSized(): void {
+    const cpus = this.#pool.workers.length
+    while (this.#sized.length > 0 && this.#pool.totalLoad() < cpus - 1e-9) {
+      const task = this.#sized[0] as Task
+      if (!this.#wanted(task)) {
+        this.#sized.shift()
+        continue
+      }
+      const worker = this.#pool.sizedFor(task.options.memoryMb as number)
+      if (!worker) return
+      this.#sized.shift()
+      this.#run(worker, task)
+    }
+  }
+
+  /** Calls with `memoryMb` waiting for a sized thread. */
+  get sizedQueued(): number {
+    return this.#sized.length
   }
 
   #wantsPrefetch(worker: WorkerHandle): boolean {

@@ -174,7 +174,7 @@ export class LocalNode {
       remote: this.#remote,
       pressure,
       dispatcher: () => this.#dispatcher,
-      workers: () => this.#pool.workers,
+      workers: () => this.#pool.all(),
       settled: (task) => this.#children.delete(task.id),
     })
     const requests = new WorkerRequests({
@@ -200,10 +200,10 @@ export class LocalNode {
         requests.handle(worker, batch)
         let submits = 0
         for (const message of batch) if (message.type === 'submit') submits++
-        this.#publishRoom(worker.index, submits)
+        this.#publishRoom(Math.min(worker.index, cpus), submits)
       },
       crashed: (worker, error) => {
-        this.#room.reset(worker.index)
+        this.#room.reset(Math.min(worker.index, cpus))
         this.#tasks.crashed(worker, error)
       },
       replaced: () => this.#dispatcher.soon(),
@@ -243,7 +243,8 @@ export class LocalNode {
    * function makes one its worker holds, freed once nothing needs it.
    */
   submit(spec: TaskSpec, from?: WorkerHandle, parent?: string | null): boolean {
-    const task = this.#task(spec, from?.index)
+    // Nested calls go near their thread's deque; a sized thread has none.
+    const task = this.#task(spec, from && from.index < this.cpus ? from.index : undefined)
     if (!this.#create(task, from === undefined)) return false
     if (from) this.#pool.hold(from, spec.id)
     if (parent) {
@@ -385,7 +386,7 @@ export class LocalNode {
 
   /** Calls running on the workers and queued for them: what stealing and stopping look at, without the rest of stats(). */
   get load(): { running: number; queued: number } {
-    return { running: this.#pool.running, queued: this.#scheduler.queued }
+    return { running: this.#pool.running, queued: this.#scheduler.queued + this.#dispatcher.sizedQueued }
   }
 
   stats(): NodeStats {
@@ -393,7 +394,7 @@ export class LocalNode {
     return {
       cpus: this.cpus,
       running: this.#pool.running,
-      queued: this.#scheduler.queued,
+      queued: this.#scheduler.queued + this.#dispatcher.sizedQueued,
       steals: this.#scheduler.steals,
       objects: {
         count: objects.count,

@@ -28,8 +28,9 @@ const LOOK_EVERY_MS = 100
 export class RoomSignal {
   readonly cells: Int32Array
 
+  /** `threads`: one per CPU; the sized threads (see worker-pool.ts) share one more cell. */
   constructor(threads: number) {
-    this.cells = new Int32Array(new SharedArrayBuffer((UNSEEN + threads) * Int32Array.BYTES_PER_ELEMENT))
+    this.cells = new Int32Array(new SharedArrayBuffer((UNSEEN + threads + 1) * Int32Array.BYTES_PER_ELEMENT))
     Atomics.store(this.cells, ROOM, INT32_MAX)
   }
 
@@ -52,7 +53,7 @@ export class RoomSignal {
 
 function onTheirWay(cells: Int32Array, threads: number): number {
   let sum = 0
-  for (let i = 0; i < threads; i++) sum += Atomics.load(cells, UNSEEN + i)
+  for (let i = 0; i <= threads; i++) sum += Atomics.load(cells, UNSEEN + i)
   return sum
 }
 
@@ -74,5 +75,5 @@ export function waitForRoom(cells: Int32Array, threads: number, self: number, be
       Atomics.sub(cells, WAITING, 1)
     }
   }
-  Atomics.add(cells, UNSEEN + self, 1)
+  Atomics.add(cells, UNSEEN + Math.min(self, threads), 1)
 }

@@ -1,7 +1,10 @@
 /**
  * A node's worker threads: one per CPU, each replaced when it dies, told of
  * the deployed functions as they change, and the handles each holds to
- * objects (a handle pins its object while its thread lives).
+ * objects (a handle pins its object while its thread lives). Calls that ask
+ * for a heap of their own size (`memoryMb`) run in sized threads beside
+ * them, made when first needed (at most one per CPU for each size) and
+ * ended after a while unused; a sized thread that dies is not replaced.
  */
 import type { ObjectStore } from './store/object-store.ts'
 import type { FunctionCatalog } from './task.ts'
@@ -27,19 +30,61 @@ export interface WorkerPoolOptions {
   replaced(worker: WorkerHandle): void
 }
 
+/** A sized thread unused for this long is ended. */
+const SIZED_IDLE_MS = 30_000
+
 export class WorkerPool {
   readonly workers: WorkerHandle[] = []
+  /** Threads of a given heap size, for calls with `memoryMb`. */
+  readonly sized: WorkerHandle[] = []
   readonly #options: WorkerPoolOptions
   readonly #offFunctions: () => void
+  /** When each sized thread was last seen with nothing to do. */
+  readonly #idleSince = new Map<WorkerHandle, number>()
+  readonly #reaper: ReturnType<typeof setInterval>
+  #nextIndex: number
   #closing = false
 
   constructor(options: WorkerPoolOptions) {
     this.#options = options
-    for (let i = 0; i < options.cpus; i++) this.workers.push(this.#spawn(i))
+    for (let i = 0; i < options.cpus; i++) this.workers.push(this.#spawn(i, options.workerMemoryMb))
+    this.#nextIndex = options.cpus
     this.#offFunctions = options.functions.onChange(() => {
       const { names, urls } = this.#catalog()
-      for (const w of this.workers) w.send({ type: 'functions', names, urls })
+      for (const w of this.all()) w.send({ type: 'functions', names, urls })
     })
+    this.#reaper = setInterval(() => this.#reapIdle(), SIZED_IDLE_MS / 3)
+    this.#reaper.unref()
+  }
+
+  /** Every thread: one per CPU, then the sized ones. */
+  all(): WorkerHandle[] {
+    return this.sized.length === 0 ? this.workers : [...this.workers, ...this.sized]
+  }
+
+  /**
+   * A thread of `heapMb` with a free CPU slot, made if none is and fewer than
+   * one per CPU of that size exist; undefined if all of them are busy.
+   */
+  sizedFor(heapMb: number): WorkerHandle | undefined {
+    let count = 0
+    for (const w of this.sized) {
+      if (w.heapMb !== heapMb || !w.alive) continue
+      if (w.load < 1 - 1e-9) return w
+      count++
+    }
+    if (count >= this.#options.cpus) return undefined
+    const worker = this.#spawn(this.#nextIndex++, heapMb)
+    this.sized.push(worker)
+    return worker
+  }
+
+  /** CPU share taken now by calls on all threads. */
+  totalLoad(): number {
+    let load = 0
+    for (const w of this.workers) load += w.load
+    for (const w of this.sized) load += w.load
+    return load
   }
 
   /** Resolves once every thread is up. */
@@ -58,12 +103,12 @@ export class WorkerPool {
 
   /** Asks threads to collect garbage, so that they report the handles they dropped. */
   collect(which: 'all' | 'holding'): void {
-    for (const w of this.workers) if (which === 'all' || w.holds.size > 0) w.send({ type: 'collect' })
+    for (const w of this.all()) if (which === 'all' || w.holds.size > 0) w.send({ type: 'collect' })
   }
 
   get running(): number {
     let running = 0
-    for (const w of this.workers) running += w.assigned.size
+    for (const w of this.all()) running += w.assigned.size
     return running
   }
 
@@ -74,7 +119,8 @@ export class WorkerPool {
   async close(): Promise<void> {
     this.#closing = true
     this.#offFunctions()
-    await Promise.all(this.workers.map((w) => w.terminate()))
+    clearInterval(this.#reaper)
+    await Promise.all(this.all().map((w) => w.terminate()))
   }
 
   #catalog(): { names: string[]; urls: string[] } {
@@ -83,7 +129,7 @@ export class WorkerPool {
     return { names, urls: names.flatMap((n) => functions.get(n)?.url ?? []) }
   }
 
-  #spawn(index: number): WorkerHandle {
+  #spawn(index: number, heapMb: number | undefined): WorkerHandle {
     return new WorkerHandle(
       {
         index,
@@ -97,8 +143,31 @@ export class WorkerPool {
         messages: (handle, batch) => this.#options.messages(handle, batch),
         exit: (handle, error) => this.#exited(handle, error),
       },
-      this.#options.workerMemoryMb,
+      heapMb,
     )
+  }
+
+  /** Ends the sized threads that had nothing to do for a while. */
+  #reapIdle(): void {
+    const now = Date.now()
+    for (const w of this.sized) {
+      if (w.assigned.size > 0 || w.holds.size > 0) {
+        this.#idleSince.delete(w)
+        continue
+      }
+      const since = this.#idleSince.get(w)
+      if (since === undefined) this.#idleSince.set(w, now)
+      else if (now - since >= SIZED_IDLE_MS) {
+        this.#drop(w)
+        void w.terminate()
+      }
+    }
+  }
+
+  #drop(worker: WorkerHandle): void {
+    const at = this.sized.indexOf(worker)
+    if (at >= 0) this.sized.splice(at, 1)
+    this.#idleSince.delete(worker)
   }
 
   #exited(worker: WorkerHandle, error: Error | undefined): void {
@@ -107,7 +176,13 @@ export class WorkerPool {
     // Handles die with their thread.
     for (const id of worker.holds) this.#options.store.unpin(id)
     worker.holds.clear()
-    const replacement = this.#spawn(worker.index)
+    if (worker.index >= this.#options.cpus) {
+      // A sized thread is made again when a call needs one.
+      this.#drop(worker)
+      this.#options.replaced(worker)
+      return
+    }
+    const replacement = this.#spawn(worker.index, this.#options.workerMemoryMb)
     this.workers[worker.index] = replacement
     replacement.online.then(() => this.#options.replaced(replacement))
   }

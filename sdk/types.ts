@@ -19,6 +19,12 @@ export interface CallOptions {
   concurrency?: number
   /** Seconds the result is kept after it was last read (default 3600). */
   ttlS?: number
+  /**
+   * The most heap the call's worker thread may use, in MiB (at least 16): the
+   * call runs in a thread of that size, and past it fails with WORKER_CRASHED
+   * (retried by the usual rules) while the node lives on.
+   */
+  memoryMb?: number
 }
 
 /** Options of `cancel`. */
@@ -70,6 +76,10 @@ export interface RemoteFunction<F extends AnyFunction = AnyFunction> {
 export const MAX_TIMEOUT_MS = 24 * 3600 * 1000
 
 /** Checks call options once, at the edge, with messages that name the field. */
+/** The smallest and largest heap a call may ask for, in MiB. */
+const MIN_MEMORY_MB = 16
+const MAX_MEMORY_MB = 1024 * 1024
+
 export function checkCallOptions(value: unknown, where = 'options'): CallOptions {
   if (value === undefined || value === null) return {}
   if (typeof value !== 'object' || Array.isArray(value)) throw new TypeError(`${where} must be an object`)
@@ -93,6 +103,9 @@ export function checkCallOptions(value: unknown, where = 'options'): CallOptions
   nonNegative('numCpus', false)
   nonNegative('ttlS', false)
   nonNegative('concurrency', true)
+  nonNegative('memoryMb', true)
+  if (out.memoryMb !== undefined && (out.memoryMb < MIN_MEMORY_MB || out.memoryMb > MAX_MEMORY_MB))
+    throw new TypeError(`${where}.memoryMb must be from ${MIN_MEMORY_MB} to ${MAX_MEMORY_MB} (MiB)`)
   if (out.concurrency === 0) throw new TypeError(`${where}.concurrency must be a positive integer`)
   if (out.ttlS === 0) throw new TypeError(`${where}.ttlS must be a positive number of seconds`)
   if (o.retryExceptions !== undefined) {
@@ -129,6 +142,7 @@ const KNOWN_OPTIONS = new Set([
   'resources',
   'concurrency',
   'ttlS',
+  'memoryMb',
   'maxRestarts',
   'maxTaskRetries',
 ])

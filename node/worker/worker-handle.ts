@@ -27,6 +27,8 @@ export interface WorkerHandleEvents {
 
 export class WorkerHandle {
   readonly index: number
+  /** The most heap the thread may use, in MiB (undefined: V8's own limit). */
+  readonly heapMb: number | undefined
   readonly #worker: Worker
   readonly online: Promise<void>
   /** Tasks handed to this worker and not done, by result id. */
@@ -46,6 +48,7 @@ export class WorkerHandle {
   /** `heapMb`: the most heap the thread may use (V8's old generation); past it the thread dies, not the node. */
   constructor(data: WorkerData, events: WorkerHandleEvents, heapMb?: number) {
     this.index = data.index
+    this.heapMb = heapMb
     this.#worker = new Worker(ENTRY, {
       workerData: data,
       stdout: false,
@@ -85,7 +88,6 @@ export class WorkerHandle {
     this.#worker.postMessage(batch)
   }
 
-  /** Marks a task as waiting on objects (or done waiting): its CPU share is freed meanwhile. */
   /** Hands a task to this worker's accounting (the caller sends it). */
   assign(task: Assigned): void {
     this.assigned.set(task.id, task)
@@ -93,6 +95,7 @@ export class WorkerHandle {
     this.expectedMs += task.expectedMs
   }
 
+  /** Marks a task as waiting on objects (or done waiting, unblock): its CPU share is freed meanwhile. */
   block(id: string): void {
     const task = this.assigned.get(id)
     if (task && task.waiting++ === 0) {
