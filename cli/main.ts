@@ -8,9 +8,11 @@ const USAGE = `usage: magpie <command> [options]
 commands:
   start [--port 8080] [--host 127.0.0.1] [--cpus N] [--functions ./functions] [--token T]
                               a gateway and one node serving a folder of functions
-  start --head [--state DIR] [--secret-file F]
+  start --head [--state DIR or redis://HOST:PORT] [--secret-file F]
                               a gateway alone, for nodes to join; writes the join command,
-                              with the cluster secret, to DIR/join-command (mode 0600)
+                              with the cluster secret, to DIR/join-command (mode 0600); keeps
+                              its secret, functions, calls in flight and results in the state
+                              (--nodes too), and serves them again when started again on it
   start --join URL [--cpus N] [--resources '{"gpu":1}'] [--secret-file F]
                               a node joining the head at URL, retrying until it answers
                               (secret: --secret-file, $MAGPIE_SECRET_FILE, $MAGPIE_CLUSTER_SECRET or --secret)
