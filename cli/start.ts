@@ -8,9 +8,9 @@ import { once } from 'node:events'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { isRedisUrl } from '../cluster/head/state/store.ts'
 import { startNodeProcess } from '../cluster/node/node-process.ts'
 import { isReachableUrl } from '../cluster/protocol.ts'
-import { isRedisUrl } from '../cluster/head/state/store.ts'
 import { checkSecret, readSecretFile } from '../cluster/secret.ts'
 import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
@@ -245,7 +245,9 @@ export async function runStart(flags: StartFlags): Promise<number> {
     console.log(`magpie listening on ${head.url}`)
     const { calls, objects } = head.restored
     if (calls + objects > 0) {
-      console.log(`magpie: serving again ${objects} objects and ${calls} calls in flight kept in ${flags.state}`)
+      console.log(
+        `magpie: serving again ${objects} objects and ${calls} calls in flight kept in ${flags.state}`,
+      )
     }
     const children: ChildProcess[] = []
     if (nodes === undefined) {
