@@ -5,9 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { isRedisUrl } from '../cluster/head/state/store.ts'
 import { startNodeProcess } from '../cluster/node/node-process.ts'
 import { isReachableUrl } from '../cluster/protocol.ts'
@@ -15,7 +13,6 @@ import { checkSecret, readSecretFile } from '../cluster/secret.ts'
 import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
 import { stopBundler } from '../gateway/registry/bundle.ts'
-import { FunctionRegistry } from '../gateway/registry/registry.ts'
 import { MAX_TIMEOUT_MS } from '../sdk/types.ts'
 import { parseBytes } from './units.ts'
 
@@ -201,14 +198,12 @@ export async function runStart(flags: StartFlags): Promise<number> {
   if (flags.join !== undefined) {
     if (!secret)
       throw new Error('--join needs the cluster secret: --secret-file, MAGPIE_CLUSTER_SECRET or --secret')
-    const bundleDir = await mkdtemp(join(tmpdir(), 'magpie-node-'))
-    const functions = new FunctionRegistry({ bundleDir })
-    await functions.deployAll(functionsDir)
-    await stopBundler()
+    if (flags.functions !== undefined) {
+      console.error('magpie: --functions is ignored with --join: a node runs the functions its head deploys')
+    }
     const node = await startNodeProcess({
       head: flags.join,
       secret,
-      functions,
       cpus,
       resources: resourcesFlag(flags.resources),
       ...store,
@@ -218,10 +213,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
       advertiseUrl,
     })
     console.log(`magpie node listening on ${node.listening}, joining ${flags.join}`)
-    const stopped = untilSignal(async () => {
-      await node.stop()
-      await rm(bundleDir, { recursive: true, force: true })
-    }, stopGrace)
+    const stopped = untilSignal(() => node.stop(), stopGrace)
     await Promise.race([node.joined, stopped])
     if (node.address) console.log(`magpie node ${node.id} joined ${flags.join} as ${node.address}`)
     await stopped
@@ -263,8 +255,6 @@ export async function runStart(flags: StartFlags): Promise<number> {
           head.url,
           '--secret-file',
           head.secretFile,
-          '--functions',
-          functionsDir,
           '--host',
           host,
         ]

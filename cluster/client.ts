@@ -11,6 +11,8 @@ import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../sdk/codec.ts'
 import { ERROR_STATUS, errorFromBody, MagpieError } from '../sdk/errors.ts'
 import {
   type Call,
+  FunctionCode,
+  FunctionList,
   type Heartbeat,
   HeartbeatAnswer,
   type Moved,
@@ -110,6 +112,22 @@ export class InternalClient {
   async heartbeat(head: string, nodeId: string, stats: z.input<typeof Heartbeat>): Promise<HeartbeatAnswer> {
     const answer = await this.#send('POST', this.#url(head, ROUTES.heartbeat, nodeId), stats)
     return read(HeartbeatAnswer, answer, 'heartbeat answer')
+  }
+
+  /** The latest version of every function the head has deployed. */
+  async functions(head: string): Promise<FunctionList> {
+    return read(FunctionList, await this.#send('GET', this.#url(head, ROUTES.functions)), 'function list')
+  }
+
+  /** A version's code, from the head; undefined if the head has no such version. */
+  async functionCode(head: string, ref: string): Promise<FunctionCode | undefined> {
+    try {
+      const answer = await this.#send('GET', this.#url(head, ROUTES.functionCode, ref))
+      return read(FunctionCode, answer, 'function code')
+    } catch (err) {
+      if (err instanceof MagpieError && ERROR_STATUS[err.code] === 404) return undefined
+      throw err
+    }
   }
 
   async leave(head: string, nodeId: string, ids: string[]): Promise<void> {

@@ -47,6 +47,10 @@ export const ROUTES = {
   cancel: '/internal/objects/:id/cancel',
   /** an object's status without its value (`?wait=S`): ObjectMeta. */
   objectMeta: '/internal/objects/:id/meta',
+  /** head: the latest version of every deployed function (FunctionList). */
+  functions: '/internal/functions',
+  /** head: the code of a version, `name@version` as the id (FunctionCode). */
+  functionCode: '/internal/functions/:id',
 } as const
 
 /** Node ids: `n` and six letters or digits; the ids of objects a node makes start with it and `_`. */
@@ -187,7 +191,11 @@ export const RegisterRequest = z.object({
   resources: resources.default({}),
 })
 export type RegisterRequest = z.infer<typeof RegisterRequest>
-export const RegisterAnswer = z.object({ id: nodeId, peers: z.array(Peer) })
+/**
+ * The head's answers carry `functions`, the revision of its deployed
+ * functions: a node that has another asks for the list (FunctionList).
+ */
+export const RegisterAnswer = z.object({ id: nodeId, peers: z.array(Peer), functions: count.default(0) })
 export type RegisterAnswer = z.infer<typeof RegisterAnswer>
 
 const taskCounts = z.object({ finished: count, failed: count })
@@ -213,10 +221,29 @@ export const Heartbeat = z.object({
   fetched: amount,
 })
 /** The head's answer: the live peers, and the nodes it has taken for dead (their calls are to be run again by their owners). */
-export const HeartbeatAnswer = z.object({ peers: z.array(Peer), dead: z.array(nodeId).default([]) })
+export const HeartbeatAnswer = z.object({
+  peers: z.array(Peer),
+  dead: z.array(nodeId).default([]),
+  functions: count.default(0),
+})
 export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswer>
 
 export const Leave = z.object({ ids: z.array(objectId) })
+
+/** A deployed version of a function, as nodes learn it: calls of it name it as `ref` (`name@version`). */
+export const FunctionEntry = z.object({
+  name: z.string(),
+  ref: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}@[0-9a-f]{12}$/, 'not name@version'),
+  kind: z.enum(['function', 'actor']),
+  config: callOptions,
+})
+export type FunctionEntry = z.infer<typeof FunctionEntry>
+/** The latest version of every function, at a revision of the head's list. */
+export const FunctionList = z.object({ revision: count, functions: z.array(FunctionEntry) })
+export type FunctionList = z.infer<typeof FunctionList>
+/** A version's code (one ES module) and config. */
+export const FunctionCode = FunctionEntry.extend({ code: z.string() })
+export type FunctionCode = z.infer<typeof FunctionCode>
 
 /**
  * How a call settled, reported to its owner. `lost`: its result could not be

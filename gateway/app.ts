@@ -9,7 +9,7 @@ import { RETRY_AFTER_S } from '../node/admission.ts'
 import type { Backend } from '../node/backend.ts'
 import { errorResponse } from '../node/http/responses.ts'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
-import { bearerToken } from './auth.ts'
+import { adminToken, bearerToken } from './auth.ts'
 import type { FunctionRegistry } from './registry/registry.ts'
 import { functionRoutes } from './routes/functions.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -22,6 +22,10 @@ export interface GatewayAppOptions {
   maxBodyBytes?: number
   /** Token every /v1 call must carry, if set. */
   token?: string | undefined
+  /** Token deploys, removals and secrets must carry, if set (it is taken wherever the token is). */
+  adminToken?: string | undefined
+  /** Largest bundle a deploy takes, in bytes (default 16 MiB). */
+  maxBundleBytes?: number | undefined
   /** Serve /metrics without the token (for a scraper inside a trusted network). */
   metricsPublic?: boolean | undefined
   /** The head's routes for its nodes (under /internal, behind the cluster secret). */
@@ -59,12 +63,18 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
   const app = new Hono()
 
   app.use('/v1/*', limitBody(maxBodyBytes))
-  if (options.token) app.use('/v1/*', bearerToken(options.token))
+  if (options.token) app.use('/v1/*', bearerToken(options.token, options.adminToken))
   if (options.token && !options.metricsPublic) app.use('/metrics', bearerToken(options.token))
 
   if (options.internal) app.route('/', options.internal)
   app.route('/', healthRoutes(options.backend))
-  app.route('/v1', functionRoutes(options.backend, options.functions))
+  app.route(
+    '/v1',
+    functionRoutes(options.backend, options.functions, {
+      admin: adminToken(options.adminToken),
+      maxBundleBytes: options.maxBundleBytes,
+    }),
+  )
   app.route('/v1', objectRoutes(options.backend))
 
   app.notFound((c) => errorResponse({ code: 'NOT_FOUND', message: `no route ${c.req.method} ${c.req.path}` }))

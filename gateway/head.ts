@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { InternalClient } from '../cluster/client.ts'
 import { clusterBackend } from '../cluster/head/backend.ts'
 import { NodeRegistry } from '../cluster/head/registry.ts'
-import { headRoutes } from '../cluster/head/routes.ts'
+import { type HeadFunctions, headRoutes } from '../cluster/head/routes.ts'
 import { emptySnapshot, isRedisUrl, openStateStore } from '../cluster/head/state/store.ts'
 import { isReachableUrl } from '../cluster/protocol.ts'
 import { headSecret, writeJoinCommand } from '../cluster/secret.ts'
@@ -20,7 +20,7 @@ import type { AdmissionLimits } from '../node/admission.ts'
 import { listen } from '../node/http/listen.ts'
 import { createGatewayApp } from './app.ts'
 import { LOOPBACK } from './platform.ts'
-import { FunctionRegistry, type KeptBundle } from './registry/registry.ts'
+import { type FunctionRecord, FunctionRegistry } from './registry/registry.ts'
 
 export interface HeadOptions {
   functionsDir: string
@@ -45,6 +45,8 @@ export interface HeadOptions {
   deadAfterMs?: number
   /** Largest request body in bytes. */
   maxBodyBytes?: number
+  /** Versions kept of each function (`--keep-versions`, default 5). */
+  keepVersions?: number | undefined
 }
 
 /** Where a head listening on every interface can be reached: its first external IPv4 address. */
@@ -55,23 +57,24 @@ function externalAddress(): string {
   return '127.0.0.1'
 }
 
-/** A node silent this long is dead, by default. */
-const DEAD_AFTER_MS = 5000
-
-/** Installs the functions a head kept from an earlier start; one that fails is said and skipped. */
-async function restoreFunctions(functions: FunctionRegistry, kept: Map<string, string>): Promise<void> {
-  for (const [name, text] of kept) {
-    try {
-      const bundle = JSON.parse(text) as Partial<KeptBundle>
-      const { code, version, deployedAt } = bundle
-      if (typeof code !== 'string' || typeof version !== 'string' || typeof deployedAt !== 'string')
-        throw new Error('its kept entry is not a bundle')
-      await functions.install(name, { code, version, deployedAt })
-    } catch (err) {
-      console.warn(`function ${name} kept from an earlier start not deployed: ${(err as Error).message}`)
-    }
+/** The registry as the head's routes serve it to nodes. */
+function headFunctions(functions: FunctionRegistry): HeadFunctions {
+  const entryOf = (r: FunctionRecord) => ({ name: r.name, ref: r.ref, kind: r.kind, config: r.config })
+  return {
+    get revision() {
+      return functions.revision
+    },
+    list: () => functions.list().map(entryOf),
+    async code(ref) {
+      const record = functions.get(ref)
+      const code = record && (await functions.code(record.ref))
+      return record && code !== undefined ? { ...entryOf(record), code } : undefined
+    },
   }
 }
+
+/** A node silent this long is dead, by default. */
+const DEAD_AFTER_MS = 5000
 
 export async function startHead(options: HeadOptions) {
   const host = options.host ?? '127.0.0.1'
@@ -91,9 +94,13 @@ export async function startHead(options: HeadOptions) {
   state?.set('meta', 'secret', secret)
   const functions = new FunctionRegistry({
     bundleDir: join(stateDir, 'bundles'),
-    onDeploy: (name, bundle) => state?.set('functions', name, JSON.stringify(bundle)),
+    keepVersions: options.keepVersions,
+    keeper: state && {
+      set: (key, value) => state.set('functions', key, value),
+      delete: (key) => state.delete('functions', key),
+    },
   })
-  await restoreFunctions(functions, kept.functions)
+  await functions.restore(kept.functions)
   if (existsSync(options.functionsDir) || functions.names().length === 0) {
     await functions.deployAll(options.functionsDir)
   }
@@ -119,7 +126,7 @@ export async function startHead(options: HeadOptions) {
     functions,
     token: options.token,
     metricsPublic: options.metricsPublic,
-    internal: headRoutes({ registry, backend, client, secret }),
+    internal: headRoutes({ registry, backend, client, secret, functions: headFunctions(functions) }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })
   const server = await listen(app.fetch, options.port ?? 8080, host)

@@ -137,10 +137,11 @@ export const MAX_BATCH = 10_000
 
 /**
  * Checks a batch of calls as a whole before any of it runs: every function
- * known (`known`), every id well formed and unique, every `$ref` existing
- * already or made by an earlier call of the same batch.
+ * known (`resolve` gives the version it runs, `name@version`), every id well
+ * formed and unique, every `$ref` existing already or made by an earlier
+ * call of the same batch.
  */
-export function checkBatch(body: unknown, known: (fn: string) => boolean) {
+export function checkBatch(body: unknown, resolve: (fn: string) => string | undefined) {
   if (!Array.isArray(body)) throw new BadRequestError('the body must be a JSON array of calls')
   if (body.length > MAX_BATCH) throw new BadRequestError(`a batch holds at most ${MAX_BATCH} calls`)
   const made = new Set<string>()
@@ -153,7 +154,8 @@ export function checkBatch(body: unknown, known: (fn: string) => boolean) {
     const extra = Object.keys(rest)
     if (extra.length > 0) throw new BadRequestError(`${where}.${extra[0]} is not a known field`)
     if (typeof fn !== 'string') throw new BadRequestError(`${where}.function must be a function name`)
-    if (!known(fn)) throw new FunctionNotFoundError(`no function named ${fn}`)
+    const ref = resolve(fn)
+    if (ref === undefined) throw new FunctionNotFoundError(`no function named ${fn}`)
     if (!Array.isArray(args)) throw new BadRequestError(`${where}.args must be an array`)
     const id = rawId === undefined ? newObjectId() : checkId(rawId)
     if (made.has(id)) throw new BadRequestError(`${where}.id repeats an id of the same batch`)
@@ -164,7 +166,7 @@ export function checkBatch(body: unknown, known: (fn: string) => boolean) {
       throw new BadRequestError((err as Error).message)
     }
     const call_: BatchCall = {
-      fn,
+      fn: ref,
       id,
       args: args.map(toTaskArg),
       options: checked,

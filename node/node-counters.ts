@@ -4,6 +4,12 @@ import type { TaskArg } from './worker/messages.ts'
 /** Expected run time of a function never seen before, in ms. */
 const UNKNOWN_MS = 1
 
+/** The function a call's ref names, without its version. */
+function nameOf(ref: string): string {
+  const at = ref.indexOf('@')
+  return at < 0 ? ref : ref.slice(0, at)
+}
+
 export class NodeCounters {
   /** Finished and failed calls, by function. */
   readonly #outcomes = new Map<string, { finished: number; failed: number }>()
@@ -15,7 +21,9 @@ export class NodeCounters {
   /** Objects copied here from other nodes. */
   readonly fetched = { count: 0, bytes: 0 }
 
-  outcome(fn: string, failed: boolean): void {
+  /** Counts a call of `ref` (a function, or `name@version`: counted by name, whatever its version). */
+  outcome(ref: string, failed: boolean): void {
+    const fn = nameOf(ref)
     let counts = this.#outcomes.get(fn)
     if (!counts) {
       counts = { finished: 0, failed: 0 }

@@ -11,7 +11,7 @@ import { mkdtempSync } from 'node:fs'
 import { availableParallelism, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import type { EncodedValue } from '../sdk/codec.ts'
-import { FunctionNotFoundError } from '../sdk/errors.ts'
+import { FunctionNotFoundError, type SerializedError } from '../sdk/errors.ts'
 import { Admission, type AdmissionLimits } from './admission.ts'
 import { Dispatcher } from './dispatcher.ts'
 import { MemoryPressure } from './memory-pressure.ts'
@@ -309,6 +309,16 @@ export class LocalNode {
     this.#counters.stolen.out += tasks.length
     for (const t of tasks) this.#tasks.uncount(t)
     return tasks
+  }
+
+  /**
+   * Settles a call placed or stolen here whose function this node cannot
+   * have (no such version, or its code could not be had): its object fails
+   * with `error`, so that its owner hears why.
+   */
+  failUnknown(id: string, fn: string, error?: SerializedError): void {
+    this.store.create(id, fn, { ttlMs: this.#ttlMs, visible: true })
+    this.store.settle(id, { error: error ?? { code: 'FUNCTION_NOT_FOUND', message: `no function ${fn}` } })
   }
 
   /**

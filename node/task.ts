@@ -5,9 +5,20 @@ import type { CallOptions } from '../sdk/types.ts'
 import { type ObjectEntry, refsInJson } from './store/object-store.ts'
 import type { TaskArg } from './worker/messages.ts'
 
+/** A deployed version of a function, as a node runs it. */
+export interface CatalogEntry {
+  /** `name@version`: calls of it are placed, stolen and reported under it. */
+  ref: string
+  url: string
+  config: CallOptions
+}
+
 /** What a node needs to know of the deployed functions. */
 export interface FunctionCatalog {
-  get(name: string): { url: string; config: CallOptions } | undefined
+  /** The latest version of a function, or the version `name@version` names, if this node has it. */
+  get(ref: string): CatalogEntry | undefined
+  /** Fetches a version this node does not have yet, where it can (a joined node asks its head); false if there is none. */
+  ensure?(ref: string): Promise<boolean>
   names(): string[]
   onChange(listener: () => void): () => void
 }
@@ -39,13 +50,14 @@ export interface Task extends TaskSpec {
 export const DEFAULT_MAX_RETRIES = 3
 
 /** A task for `spec`, its options over the function's config. */
-export function makeTask(spec: TaskSpec, fn: { url: string; config: CallOptions }, origin?: number): Task {
+export function makeTask(spec: TaskSpec, fn: CatalogEntry, origin?: number): Task {
   const options = { ...fn.config, ...spec.options }
   // A plain literal: spreading `spec` and then overriding one of its keys
   // sends V8 down a slow path that leaves the object in dictionary mode.
   return {
     id: spec.id,
-    fn: spec.fn,
+    // The version it is made with: it runs on it wherever it goes.
+    fn: fn.ref,
     args: spec.args,
     options,
     url: fn.url,

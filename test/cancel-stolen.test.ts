@@ -54,13 +54,11 @@ async function cluster() {
   const first = await spawnNode({
     head: head.url,
     secret: 'a-test-secret-of-some-length',
-    args: ['--functions', functions],
   })
   return {
     head,
     first,
-    second: () =>
-      spawnNode({ head: head.url, secret: 'a-test-secret-of-some-length', args: ['--functions', functions] }),
+    second: () => spawnNode({ head: head.url, secret: 'a-test-secret-of-some-length' }),
   }
 }
 

@@ -11,8 +11,7 @@ let head: Head
 const functionsDir = functionsWithFixtures()
 stopSpawnedAfterAll()
 
-const startNode = (args: string[] = []) =>
-  spawnNode({ head: head.url, secret: head.secret, args: ['--functions', functionsDir, ...args] })
+const startNode = (args: string[] = []) => spawnNode({ head: head.url, secret: head.secret, args })
 
 async function nodeList() {
   return (await (await fetch(`${head.url}/v1/nodes`)).json()) as Array<{

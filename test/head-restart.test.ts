@@ -163,7 +163,9 @@ describe('a head SIGKILLed and started again', () => {
     const holder = await holderOf(url, result)
     // A put held by the same node (placement picks at random: put until one lands there).
     let lostPut: string | undefined
-    for (let i = 0; i < 40 && !lostPut; i++) {
+    for (let i = 0; i < 200 && !lostPut; i++) {
+      // Placement prefers the less loaded: the holder, busy a moment ago, is picked once its load is seen again.
+      if (i > 0) await new Promise((r) => setTimeout(r, 50))
       const id = await put(url, BIG_BYTES, 'application/octet-stream')
       if ((await holderOf(url, id)) === holder) lostPut = id
     }

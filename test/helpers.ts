@@ -60,7 +60,7 @@ async function startTestCluster(
       spawnNode({
         head: head.url,
         secret: head.secret,
-        args: ['--functions', dir, '--cpus', String(options.cpus ?? 1)],
+        args: ['--cpus', String(options.cpus ?? 1)],
         echo: true,
       }),
     ),

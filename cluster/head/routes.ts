@@ -9,6 +9,8 @@ import { JSON_TYPE } from '../../sdk/codec.ts'
 import { NotFoundError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import type { InternalClient } from '../client.ts'
 import {
+  type FunctionCode,
+  type FunctionEntry,
   Heartbeat,
   Leave,
   Moved,
@@ -23,14 +25,25 @@ import { requireClusterSecret } from '../secret.ts'
 import type { ClusterBackend } from './backend.ts'
 import type { NodeRegistry } from './registry.ts'
 
+/** The deployed functions, as the head serves them to its nodes. */
+export interface HeadFunctions {
+  /** Counts changes to the list. */
+  readonly revision: number
+  /** The latest version of every function. */
+  list(): FunctionEntry[]
+  /** A version's code; undefined if there is no such version. */
+  code(ref: string): Promise<FunctionCode | undefined>
+}
+
 export interface HeadRoutesOptions {
   registry: NodeRegistry
   backend: ClusterBackend
   client: InternalClient
   secret: string
+  functions: HeadFunctions
 }
 
-export function headRoutes({ registry, backend, client, secret }: HeadRoutesOptions): Hono {
+export function headRoutes({ registry, backend, client, secret, functions }: HeadRoutesOptions): Hono {
   const app = new Hono()
   app.use('/internal/*', requireClusterSecret(secret))
 
@@ -44,7 +57,7 @@ export function headRoutes({ registry, backend, client, secret }: HeadRoutesOpti
   app.post(ROUTES.register, async (c) => {
     const body = await readBody(c.req, RegisterRequest, 'register')
     const node = registry.register(body.address, body.cpus, body.resources, body.id)
-    return c.json({ id: node.id, peers: peersOf(node.id) }, 201)
+    return c.json({ id: node.id, peers: peersOf(node.id), functions: functions.revision }, 201)
   })
 
   app.post(ROUTES.heartbeat, async (c) => {
@@ -52,7 +65,7 @@ export function headRoutes({ registry, backend, client, secret }: HeadRoutesOpti
     if (!registry.heartbeat(id, await readBody(c.req, Heartbeat, 'heartbeat'))) {
       throw new NotFoundError(`no live node ${id}: register again`)
     }
-    return c.json({ peers: peersOf(id), dead: registry.dead() })
+    return c.json({ peers: peersOf(id), dead: registry.dead(), functions: functions.revision })
   })
 
   app.post(ROUTES.leave, async (c) => {
@@ -63,6 +76,15 @@ export function headRoutes({ registry, backend, client, secret }: HeadRoutesOpti
     node.state = 'leaving'
     backend.handBack(ids)
     return c.body(null, 204)
+  })
+
+  app.get(ROUTES.functions, (c) => c.json({ revision: functions.revision, functions: functions.list() }))
+
+  app.get(ROUTES.functionCode, async (c) => {
+    const ref = c.req.param('id')
+    const found = await functions.code(ref)
+    if (!found) throw new NotFoundError(`no function version ${ref}`)
+    return c.json(found)
   })
 
   app.post(ROUTES.moved, async (c) => {

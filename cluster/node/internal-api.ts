@@ -20,6 +20,7 @@ import {
   ERROR_STATUS,
   MagpieError,
   ObjectNotFoundError,
+  type SerializedError,
   serializeError,
 } from '../../sdk/errors.ts'
 import type { InternalClient } from '../client.ts'
@@ -61,6 +62,8 @@ export interface InternalApiOptions {
   cancel(id: string, how: { force: boolean; recursive: boolean }): void
   /** Whether a call was cancelled before it arrived here (the cancel overtook it): it is not run. */
   cancelledBefore(id: string): boolean
+  /** Of these function versions, those this node cannot have, with why (the others it fetches first). */
+  missingCode(refs: readonly string[]): Promise<Map<string, SerializedError>>
 }
 
 /** The raw value of a ready object, or its error, or 202 while it is unfinished. */
@@ -110,11 +113,16 @@ export function internalApi(options: InternalApiOptions): Hono {
 
   app.post(ROUTES.tasks, async (c) => {
     const calls = await readBody(c.req, CallBatch, 'calls')
+    const missing = await options.missingCode(calls.map((call) => call.fn))
     const accepted: string[] = []
     for (const call of calls) {
       if (options.cancelledBefore(call.id)) continue
       const spec = { id: call.id, fn: call.fn, args: call.args.map(fromWireArg), options: call.options }
-      if (node.submit(spec)) accepted.push(call.id)
+      const why = missing.get(call.fn)
+      if (why) {
+        node.failUnknown(spec.id, spec.fn, why)
+        accepted.push(call.id)
+      } else if (node.submit(spec)) accepted.push(call.id)
       options.accepted(call.id, call.epoch)
     }
     return c.json({ accepted })

@@ -32,6 +32,8 @@ export interface MembershipOptions {
   /** Where this node listens. */
   listening: { host: string; port: number }
   stats(): NodeStats
+  /** The revision of the head's functions, as each answer tells it. */
+  functions(revision: number): void
   /** The head's latest word on the others: the live peers, and the nodes it has taken for dead. */
   peers(peers: Peer[], dead: string[]): void
 }
@@ -116,6 +118,7 @@ export class Membership {
         })
         if (answer.id !== this.#options.id) this.#options.id = answer.id
         this.#registered = true
+        this.#options.functions(answer.functions)
         this.#options.peers(answer.peers, [])
         this.#schedule()
         return
@@ -146,6 +149,7 @@ export class Membership {
     const { client, head } = this.#options
     try {
       const answer = await client.heartbeat(head, this.#options.id, this.#options.stats())
+      this.#options.functions(answer.functions)
       this.#options.peers(answer.peers, answer.dead)
     } catch (err) {
       if (err instanceof MagpieError && err.code === 'NOT_FOUND') {

@@ -4,14 +4,16 @@
  * again), its reports to the owners of what it runs, stealing from peers,
  * and a clean leave that hands back queued calls.
  */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { LRUCache } from 'lru-cache'
 import { listen } from '../../node/http/listen.ts'
-import { type CancelRequest, type FunctionCatalog, LocalNode } from '../../node/node.ts'
+import { type CancelRequest, LocalNode } from '../../node/node.ts'
 import { argumentIds } from '../../node/task.ts'
 import { backoffDelay } from '../../sdk/backoff.ts'
 import type { EncodedValue } from '../../sdk/codec.ts'
-import { serializeError } from '../../sdk/errors.ts'
+import { type SerializedError, serializeError } from '../../sdk/errors.ts'
 import { InternalClient, isUnreachable } from '../client.ts'
 import { warn } from '../log.ts'
 import { Outbox, Outboxes } from '../outbox.ts'
@@ -26,6 +28,7 @@ import {
   type StolenCall,
   toWireArg,
 } from '../protocol.ts'
+import { RemoteCatalog } from './catalog.ts'
 import { Delegations } from './delegations.ts'
 import { internalApi } from './internal-api.ts'
 import { Membership } from './membership.ts'
@@ -42,8 +45,8 @@ const LEAVE_GRACE_MS = 30_000
 export interface NodeProcessOptions {
   head: string
   secret: string
-  /** The functions this node runs. */
-  functions: FunctionCatalog
+  /** Where the functions fetched from the head are written (default: a temporary folder, removed on stop). */
+  bundleDir?: string | undefined
   cpus?: number | undefined
   resources?: Record<string, number> | undefined
   /** Where to listen (default 127.0.0.1, port 0: a free one). */
@@ -67,6 +70,8 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   const head = options.head.replace(/\/+$/, '')
   const client = new InternalClient(options.secret)
   const wantedId = newNodeId()
+  const tempDir = options.bundleDir === undefined ? await mkdtemp(join(tmpdir(), 'magpie-node-')) : undefined
+  const functions = new RemoteCatalog({ client, head, bundleDir: options.bundleDir ?? (tempDir as string) })
   /**
    * Calls placed here that a peer stole, by id: the thief's address, for
    * whoever still looks for them here. Only the recent ones matter (the
@@ -79,7 +84,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   const peerAddresses = new Map<string, string>()
   const node = new LocalNode({
     id: wantedId,
-    functions: options.functions,
+    functions,
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,
@@ -237,8 +242,28 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     }
   }
 
+  /** Of the versions `refs`, those this node cannot have, with why; the others fetched from the head first. */
+  async function missingCode(refs: readonly string[]): Promise<Map<string, SerializedError>> {
+    const missing = new Map<string, SerializedError>()
+    await Promise.all(
+      [...new Set(refs)].map(async (ref) => {
+        try {
+          if (!(await functions.ensure(ref)))
+            missing.set(ref, { code: 'FUNCTION_NOT_FOUND', message: `no function ${ref} on the head` })
+        } catch (err) {
+          missing.set(ref, {
+            code: 'WORKER_CRASHED',
+            message: `the code of ${ref} could not be had from the head: ${(err as Error).message}`,
+          })
+        }
+      }),
+    )
+    return missing
+  }
+
   const app = internalApi({
     node,
+    missingCode,
     client,
     secret: options.secret,
     ready: () => membership.registered,
@@ -270,10 +295,14 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     client,
     resources: options.resources ?? {},
     self,
-    run: (stolen) => {
+    run: async (stolen) => {
+      // The versions they were made with, fetched first if this node lacks them.
+      const missing = await missingCode(stolen.map((c) => c.fn))
       for (const c of stolen) {
         const spec = { id: c.id, fn: c.fn, args: c.args.map(fromWireArg), options: c.options }
-        if (node.runStolen(spec, c.owner === head)) reports.pinForOwner(c.id)
+        const why = missing.get(c.fn)
+        if (why) node.failUnknown(spec.id, spec.fn, why)
+        else if (node.runStolen(spec, c.owner === head)) reports.pinForOwner(c.id)
         reports.runFor(c.id, c.owner, c.epoch)
       }
     },
@@ -287,6 +316,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     advertiseUrl: options.advertiseUrl,
     listening: { host, port: server.port },
     stats: () => node.stats(),
+    functions: (revision) => void functions.update(revision),
     peers: (peers, dead) => {
       delegations.dead(dead)
       thief.setPeers(peers)
@@ -330,6 +360,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
         }
         await server.close()
         await node.close()
+        if (tempDir) await rm(tempDir, { recursive: true, force: true })
       })()
       return stopping
     },

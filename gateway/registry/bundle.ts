@@ -70,8 +70,12 @@ export async function bundleFunction(entry: string): Promise<Bundle> {
     },
   })
   const code = result.outputFiles[0]?.text ?? ''
-  const version = createHash('sha256').update(code).digest('hex').slice(0, 12)
-  return { code, version }
+  return { code, version: versionOf(code) }
+}
+
+/** The version of a bundle: the first 12 hex digits of the SHA-256 of its code. */
+export function versionOf(code: string): string {
+  return createHash('sha256').update(code).digest('hex').slice(0, 12)
 }
 
 /**

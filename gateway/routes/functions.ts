@@ -1,28 +1,76 @@
-/** Functions: list them, read one, and invoke one. */
-import { Hono } from 'hono'
+/**
+ * Functions: list them and their versions, deploy and remove them, and
+ * invoke one (its latest version, or `name@version`).
+ */
+import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { argumentBytes } from '../../node/admission.ts'
 import type { Backend } from '../../node/backend.ts'
 import { pendingResponse } from '../../node/http/responses.ts'
 import { ID_HEADER, newObjectId } from '../../sdk/codec.ts'
-import { FunctionNotFoundError } from '../../sdk/errors.ts'
+import { FunctionNotFoundError, PayloadTooLargeError } from '../../sdk/errors.ts'
 import { checkBatch, checkId, parseJson, readCall, refsOf, requireObjects, waitParam } from '../http-input.ts'
-import { type FunctionRegistry, publicInfo } from '../registry/registry.ts'
+import { checkFunctionName, type FunctionRegistry, publicInfo } from '../registry/registry.ts'
 import { objectResponse } from '../respond.ts'
 
-export function functionRoutes(backend: Backend, functions: FunctionRegistry): Hono {
+/** The largest bundle a deploy takes, by default. */
+export const DEFAULT_MAX_BUNDLE = 16 * 1024 * 1024
+
+export interface FunctionRoutesOptions {
+  /** Guards deploys and removals (the admin token, if one is set). */
+  admin: MiddlewareHandler
+  /** Largest bundle in bytes (`--max-bundle`). */
+  maxBundleBytes?: number | undefined
+}
+
+/** A bundle's code from a request body, refused with 413 past `max` bytes. */
+async function readBundle(c: Context, max: number): Promise<string> {
+  const tooBig = () => new PayloadTooLargeError(`the bundle is over the limit of ${max} bytes (--max-bundle)`)
+  if (Number(c.req.header('content-length') ?? 0) > max) throw tooBig()
+  const bytes = new Uint8Array(await c.req.arrayBuffer())
+  if (bytes.byteLength > max) throw tooBig()
+  return new TextDecoder().decode(bytes)
+}
+
+export function functionRoutes(
+  backend: Backend,
+  functions: FunctionRegistry,
+  options: FunctionRoutesOptions,
+): Hono {
   const app = new Hono()
+  const maxBundle = options.maxBundleBytes ?? DEFAULT_MAX_BUNDLE
+  const find = (ref: string) => {
+    const record = functions.get(ref)
+    if (!record) throw new FunctionNotFoundError(`no function named ${ref}`)
+    return record
+  }
 
   app.get('/functions', (c) => c.json(functions.list().map(publicInfo)))
 
   app.get('/functions/:name', (c) => {
-    const record = functions.get(c.req.param('name'))
-    if (!record) throw new FunctionNotFoundError(`no function named ${c.req.param('name')}`)
-    return c.json(publicInfo(record))
+    const record = find(c.req.param('name'))
+    const versions = functions
+      .versions(record.name)
+      .map((v) => ({ version: v.version, deployedAt: v.deployedAt }))
+    return c.json({ ...publicInfo(record), versions })
+  })
+
+  /** A deploy: the body is the bundle, one ES module (`magpie deploy` makes it); 201 if it is a new version. */
+  app.put('/functions/:name', options.admin, async (c) => {
+    const name = checkFunctionName(c.req.param('name'))
+    const code = await readBundle(c, maxBundle)
+    const { record, created } = await functions.deployCode(name, code)
+    await backend.durable?.()
+    return c.json({ ...publicInfo(record), created }, created ? 201 : 200)
+  })
+
+  app.delete('/functions/:name', options.admin, async (c) => {
+    functions.remove(c.req.param('name'))
+    await backend.durable?.()
+    return c.body(null, 204)
   })
 
   app.post('/functions/:name/invoke', async (c) => {
-    const name = c.req.param('name')
-    if (!functions.get(name)) throw new FunctionNotFoundError(`no function named ${name}`)
+    const record = find(c.req.param('name'))
     const header = c.req.header(ID_HEADER)
     const id = header === undefined ? newObjectId() : checkId(header)
     const wait = waitParam(c)
@@ -30,7 +78,7 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
     await requireObjects(backend, refsOf(args))
     // A call sent again is answered as the first was, however full the queues are.
     if (!backend.lookup(id)) backend.admit(1, argumentBytes(args))
-    backend.submit({ id, fn: name, args, options })
+    backend.submit({ id, fn: record.ref, args, options })
     await backend.durable?.()
     if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000), backend)
     return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
@@ -38,7 +86,7 @@ export function functionRoutes(backend: Backend, functions: FunctionRegistry): H
 
   /** Many calls in one request: checked as a whole, then submitted in order. */
   app.post('/calls', async (c) => {
-    const calls = checkBatch(parseJson(await c.req.text()), (fn) => functions.get(fn) !== undefined)
+    const calls = checkBatch(parseJson(await c.req.text()), (fn) => functions.get(fn)?.ref)
     // A call may take the result of an earlier call of the same batch.
     const made = new Set(calls.map((call) => call.id))
     await requireObjects(

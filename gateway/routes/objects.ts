@@ -50,13 +50,16 @@ export function objectRoutes(backend: Backend): Hono {
     const entry = backend.lookup(id)
     if (!entry) throw new ObjectNotFoundError(`no object ${id}`)
     const node = entry.node ?? backend.nodes()[0]?.id ?? null
+    // A call is made with a version of its function (name@version): both are said.
+    const [fn = null, version] = entry.function?.split('@') ?? []
     return c.json({
       id,
       status: entry.status,
       size: entry.size,
       contentType: entry.contentType,
       node,
-      function: entry.function,
+      function: fn,
+      ...(version ? { version } : {}),
       attempts: entry.attempts,
       createdAt: new Date(entry.createdAt).toISOString(),
       ...(entry.error ? { error: entry.error } : {}),

@@ -110,7 +110,7 @@ const runtime = createFunctionRuntime({
   request,
   currentTask: () => context.getStore()?.task.id ?? null,
   currentSignal: () => context.getStore()?.controller.signal,
-  knows: (name) => names.has(name),
+  knows: (ref) => names.has(ref.split('@')[0] as string),
   idPrefix: data.idPrefix,
   room: () => waitForRoom(data.room, data.threads, data.index, flush),
 })

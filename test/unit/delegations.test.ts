@@ -8,7 +8,10 @@ function setUp() {
   const node = { runAgain: (task: { id: string }, why: string) => ranAgain.push([task.id, why]) }
   const delegations = new Delegations(node as unknown as LocalNode)
   const task = (id: string) =>
-    makeTask({ id, fn: 'square', args: [], options: {} }, { url: 'file:///x', config: {} })
+    makeTask(
+      { id, fn: 'square', args: [], options: {} },
+      { ref: 'square@0123456789ab', url: 'file:///x', config: {} },
+    )
   return { delegations, ranAgain, task }
 }
 
