@@ -1,6 +1,8 @@
 /** The magpie command line: start the platform, call functions, read objects. */
 import { parseArgs } from 'node:util'
 import { runGet, runInvoke, runStatus } from './client-commands.ts'
+import { runDeploy } from './deploy.ts'
+import { runNew } from './new.ts'
 import { runStart } from './start.ts'
 
 const USAGE = `usage: magpie <command> [options]
@@ -29,9 +31,16 @@ commands:
                               [--metrics-public] /metrics without the token;
                               [--max-queued N] [--max-queued-bytes SIZE] calls (and bytes of their
                               arguments) that may wait before new ones get 429 (default from memory)
+        functions (start, --head, --nodes): [--watch] deploy a saved folder again at once;
+                              [--admin-token T] ($MAGPIE_ADMIN_TOKEN) what deploys need;
+                              [--keep-versions 5] versions kept; [--max-bundle 16MiB] largest bundle
         stopping: Ctrl-C or SIGTERM drains (running calls finish); a second one, or
                               [--stop-grace 60] seconds, stops at once
-  invoke NAME [JSON] [--async] call a function (JSON: an array of arguments)
+  deploy PATH... [--url URL]   bundle function folders (or folders of them) here and deploy them to a
+                              running platform; prints name, version, new or unchanged
+                              (token: --admin-token, $MAGPIE_ADMIN_TOKEN, else --token)
+  new NAME [--actor] [--functions DIR]  write a function folder (index.ts and a test) to start from
+  invoke NAME [JSON] [--async] call a function (JSON: an array of arguments); NAME@VERSION pins one
   get ID                       read an object, waiting until it is ready
   status                       nodes, queues and objects at a glance
 
@@ -68,6 +77,11 @@ async function main(argv: string[]): Promise<number> {
       'spill-limit': { type: 'string' },
       'max-body': { type: 'string' },
       async: { type: 'boolean' },
+      watch: { type: 'boolean' },
+      actor: { type: 'boolean' },
+      'admin-token': { type: 'string' },
+      'keep-versions': { type: 'string' },
+      'max-bundle': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -94,7 +108,14 @@ async function main(argv: string[]): Promise<number> {
         maxQueued: values['max-queued'],
         maxQueuedBytes: values['max-queued-bytes'],
         stopGrace: values['stop-grace'],
+        adminToken: values['admin-token'] ?? process.env.MAGPIE_ADMIN_TOKEN,
+        keepVersions: values['keep-versions'],
+        maxBundle: values['max-bundle'],
       })
+    case 'deploy':
+      return runDeploy(url, values['admin-token'] ?? process.env.MAGPIE_ADMIN_TOKEN ?? token, positionals)
+    case 'new':
+      return runNew(positionals, values.actor === true, values.functions)
     case 'invoke':
       return runInvoke(url, token, positionals, values.async === true)
     case 'get':

@@ -5,6 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { isRedisUrl } from '../cluster/head/state/store.ts'
 import { startNodeProcess } from '../cluster/node/node-process.ts'
@@ -15,6 +16,7 @@ import { startPlatform } from '../gateway/platform.ts'
 import { stopBundler } from '../gateway/registry/bundle.ts'
 import { MAX_TIMEOUT_MS } from '../sdk/types.ts'
 import { parseBytes } from './units.ts'
+import { watchFunctions } from './watch.ts'
 
 export interface StartFlags {
   port?: string | undefined
@@ -40,6 +42,10 @@ export interface StartFlags {
   spillLimit?: string | undefined
   maxBody?: string | undefined
   stopGrace?: string | undefined
+  watch?: boolean | undefined
+  adminToken?: string | undefined
+  keepVersions?: string | undefined
+  maxBundle?: string | undefined
 }
 
 /** How long a stop may drain before the process ends at once, in seconds. */
@@ -161,6 +167,11 @@ export async function runStart(flags: StartFlags): Promise<number> {
   const stopGrace = integerFlag('stop-grace', flags.stopGrace, 1) ?? DEFAULT_STOP_GRACE_S
   const nodes = integerFlag('nodes', flags.nodes, 1)
   const functionsDir = resolve(flags.functions ?? 'functions')
+  // ./functions is deployed if it is there; a folder given with --functions must be.
+  if (flags.functions !== undefined && !existsSync(functionsDir) && flags.join === undefined) {
+    throw new Error(`--functions ${flags.functions}: no such folder`)
+  }
+  const startFunctions = existsSync(functionsDir) ? functionsDir : undefined
   const host = flags.host ?? '127.0.0.1'
   const secretFile = flags.secretFile ?? process.env.MAGPIE_SECRET_FILE
   if (flags.secret !== undefined && secretFile !== undefined)
@@ -180,7 +191,12 @@ export async function runStart(flags: StartFlags): Promise<number> {
   }
   const store = storeFlags(flags)
   const maxBodyBytes = flags.maxBody === undefined ? undefined : parseBytes('max-body', flags.maxBody)
-  const gateway = maxBodyBytes === undefined ? {} : { maxBodyBytes }
+  const gateway = {
+    ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }),
+    adminToken: flags.adminToken,
+    keepVersions: integerFlag('keep-versions', flags.keepVersions, 1),
+    maxBundleBytes: flags.maxBundle === undefined ? undefined : parseBytes('max-bundle', flags.maxBundle),
+  }
   const redisState = flags.state !== undefined && isRedisUrl(flags.state)
   const stateDir = flags.state === undefined || redisState ? flags.state : resolve(flags.state)
   const admission = {
@@ -222,7 +238,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
 
   if (flags.head || nodes !== undefined) {
     const head = await startHead({
-      functionsDir,
+      functionsDir: startFunctions,
       port,
       host,
       token: flags.token,
@@ -235,6 +251,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
     })
     await stopBundler()
     console.log(`magpie listening on ${head.url}`)
+    const unwatch = flags.watch ? watchFunctions(functionsDir, head.functions) : undefined
     const { calls, objects } = head.restored
     if (calls + objects > 0) {
       console.log(
@@ -248,16 +265,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
       // The same command that started this process: bin/magpie.mjs.
       const bin = process.argv[1] as string
       for (let i = 0; i < nodes; i++) {
-        const args = [
-          bin,
-          'start',
-          '--join',
-          head.url,
-          '--secret-file',
-          head.secretFile,
-          '--host',
-          host,
-        ]
+        const args = [bin, 'start', '--join', head.url, '--secret-file', head.secretFile, '--host', host]
         if (cpus !== undefined) args.push('--cpus', String(cpus))
         args.push(...storeArgs(flags))
         children.push(
@@ -270,6 +278,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
     }
     await untilSignal(
       async () => {
+        unwatch?.()
         await Promise.all(
           children.map(async (child) => {
             if (child.exitCode !== null || child.signalCode !== null) return
@@ -289,7 +298,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
   }
 
   const platform = await startPlatform({
-    functionsDir,
+    functionsDir: startFunctions,
     port,
     host,
     token: flags.token,
@@ -302,6 +311,11 @@ export async function runStart(flags: StartFlags): Promise<number> {
   })
   await stopBundler()
   console.log(`magpie listening on ${platform.url}`)
-  await untilSignal(() => platform.close(), stopGrace)
+  const unwatch =
+    flags.watch && platform.functions ? watchFunctions(functionsDir, platform.functions) : undefined
+  await untilSignal(() => {
+    unwatch?.()
+    return platform.close()
+  }, stopGrace)
   return 0
 }

@@ -5,7 +5,6 @@
  * state folder (mode 0600), so that a head started again on the same folder
  * takes its nodes back.
  */
-import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { networkInterfaces, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -23,7 +22,8 @@ import { LOOPBACK } from './platform.ts'
 import { type FunctionRecord, FunctionRegistry } from './registry/registry.ts'
 
 export interface HeadOptions {
-  functionsDir: string
+  /** A folder of functions deployed at start (none: only those kept in the state, and deploys). */
+  functionsDir?: string | undefined
   port?: number
   host?: string
   token?: string | undefined
@@ -47,6 +47,10 @@ export interface HeadOptions {
   maxBodyBytes?: number
   /** Versions kept of each function (`--keep-versions`, default 5). */
   keepVersions?: number | undefined
+  /** Token deploys and secrets need, if set (`--admin-token`). */
+  adminToken?: string | undefined
+  /** Largest bundle a deploy takes, in bytes (`--max-bundle`). */
+  maxBundleBytes?: number | undefined
 }
 
 /** Where a head listening on every interface can be reached: its first external IPv4 address. */
@@ -101,9 +105,7 @@ export async function startHead(options: HeadOptions) {
     },
   })
   await functions.restore(kept.functions)
-  if (existsSync(options.functionsDir) || functions.names().length === 0) {
-    await functions.deployAll(options.functionsDir)
-  }
+  if (options.functionsDir !== undefined) await functions.deployAll(options.functionsDir)
   const client = new InternalClient(secret)
   const deadAfterMs = options.deadAfterMs ?? DEAD_AFTER_MS
   const registry = new NodeRegistry({
@@ -125,6 +127,8 @@ export async function startHead(options: HeadOptions) {
     backend,
     functions,
     token: options.token,
+    adminToken: options.adminToken,
+    maxBundleBytes: options.maxBundleBytes,
     metricsPublic: options.metricsPublic,
     internal: headRoutes({ registry, backend, client, secret, functions: headFunctions(functions) }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
@@ -145,6 +149,8 @@ export async function startHead(options: HeadOptions) {
     /** The file that holds the command that joins a node (mode 0600). */
     joinCommandFile,
     registry,
+    /** The deployed functions (for `--watch`). */
+    functions,
     /** What was served again from the state of an earlier run. */
     restored,
     close(): Promise<void> {

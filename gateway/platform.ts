@@ -14,7 +14,8 @@ import { FunctionRegistry } from './registry/registry.ts'
 
 export interface PlatformOptions {
   /** Folder of function folders to serve. */
-  functionsDir: string
+  /** A folder of functions deployed at start (none: only deploys). */
+  functionsDir?: string | undefined
   /** Port to listen on; 0 picks a free one (default 8080). */
   port?: number
   /** Address to listen on (default 127.0.0.1; any other needs a token). */
@@ -41,11 +42,19 @@ export interface PlatformOptions {
   stateDir?: string | undefined
   /** Largest request body in bytes. */
   maxBodyBytes?: number
+  /** Token deploys and secrets need, if set (`--admin-token`). */
+  adminToken?: string | undefined
+  /** Largest bundle a deploy takes, in bytes (`--max-bundle`). */
+  maxBundleBytes?: number | undefined
+  /** Versions kept of each function (`--keep-versions`). */
+  keepVersions?: number | undefined
 }
 
 export interface Platform {
   url: string
   port: number
+  /** The deployed functions (for `--watch`). */
+  functions?: FunctionRegistry
   close(): Promise<void>
 }
 
@@ -59,8 +68,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     )
   }
   const tempDir = await mkdtemp(join(tmpdir(), 'magpie-'))
-  const functions = new FunctionRegistry({ bundleDir: join(tempDir, 'bundles') })
-  await functions.deployAll(options.functionsDir)
+  const functions = new FunctionRegistry({
+    bundleDir: join(tempDir, 'bundles'),
+    keepVersions: options.keepVersions,
+  })
+  if (options.functionsDir !== undefined) await functions.deployAll(options.functionsDir)
   const node = new LocalNode({
     functions,
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
@@ -78,6 +90,8 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     backend,
     functions,
     token: options.token,
+    adminToken: options.adminToken,
+    maxBundleBytes: options.maxBundleBytes,
     metricsPublic: options.metricsPublic,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })
@@ -88,6 +102,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
   return {
     url,
     port: server.port,
+    functions,
     close() {
       closed ??= (async () => {
         await server.close()

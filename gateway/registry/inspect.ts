@@ -61,6 +61,14 @@ export function inspectBundles(urls: readonly string[]): Promise<Inspection[]> {
     )
     worker.once('message', (answers: Inspection[]) => finish(answers))
     worker.once('error', (err) => finish(all(err.stack ?? String(err))))
-    worker.once('exit', (code) => finish(all(`loading it ended its thread (exit code ${code})`)))
+    worker.once('exit', (code) =>
+      finish(
+        all(
+          code === 0
+            ? 'its top-level code never finished loading (it awaits something that never settles)'
+            : `loading it ended its thread (exit code ${code})`,
+        ),
+      ),
+    )
   })
 }

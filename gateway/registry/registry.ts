@@ -7,7 +7,7 @@
  * state), so that a head started again serves it again. A call names a
  * function (its latest version) or `name@version`.
  */
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { BadRequestError, FunctionNotFoundError } from '../../sdk/errors.ts'
@@ -250,7 +250,11 @@ export class FunctionRegistry {
     const out = results.map((r): Deployed | Error => {
       if (!('code' in r)) return r
       const record = this.#recordOf(r, answers[pending.indexOf(r)] ?? { error: 'not checked' })
-      if (record instanceof Error) return record
+      if (record instanceof Error) {
+        // A refused bundle leaves nothing behind (unless it is a kept version's file).
+        if (!this.get(`${r.name}@${r.version}`)) void rm(new URL(r.url), { force: true })
+        return record
+      }
       this.#add(record, true, r.code)
       return { record, created: true }
     })
