@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util'
 import { runGet, runInvoke, runStatus } from './client-commands.ts'
 import { runDeploy } from './deploy.ts'
 import { runNew } from './new.ts'
+import { runSecret } from './secret.ts'
 import { runStart } from './start.ts'
 
 const USAGE = `usage: magpie <command> [options]
@@ -40,6 +41,8 @@ commands:
                               running platform; prints name, version, new or unchanged
                               (token: --admin-token, $MAGPIE_ADMIN_TOKEN, else --token)
   new NAME [--actor] [--functions DIR]  write a function folder (index.ts and a test) to start from
+  secret set NAME | list | rm NAME  secrets on the platform (set reads the value from stdin; list shows
+                              names only); a function reads those its config.secrets grants with env
   invoke NAME [JSON] [--async] call a function (JSON: an array of arguments); NAME@VERSION pins one
   get ID                       read an object, waiting until it is ready
   status                       nodes, queues and objects at a glance
@@ -116,6 +119,8 @@ async function main(argv: string[]): Promise<number> {
       return runDeploy(url, values['admin-token'] ?? process.env.MAGPIE_ADMIN_TOKEN ?? token, positionals)
     case 'new':
       return runNew(positionals, values.actor === true, values.functions)
+    case 'secret':
+      return runSecret(url, values['admin-token'] ?? process.env.MAGPIE_ADMIN_TOKEN ?? token, positionals)
     case 'invoke':
       return runInvoke(url, token, positionals, values.async === true)
     case 'get':

@@ -133,7 +133,8 @@ export const serializedError: z.ZodType<SerializedError> = z.lazy(() =>
 
 const callOptions = z.unknown().transform((value, ctx): CallOptions => {
   try {
-    return checkCallOptions(value)
+    // From the head or a peer: a call's options as placed, its function's config (env, secrets) merged in.
+    return checkCallOptions(value, 'options', true)
   } catch (err) {
     ctx.addIssue({ code: 'custom', message: (err as Error).message })
     return z.NEVER
@@ -236,6 +237,8 @@ export const FunctionEntry = z.object({
   ref: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}@[0-9a-f]{12}$/, 'not name@version'),
   kind: z.enum(['function', 'actor']),
   config: callOptions,
+  /** Its calls' variables, granted secrets' values included: never logged. */
+  env: z.record(z.string(), z.string()).default({}),
 })
 export type FunctionEntry = z.infer<typeof FunctionEntry>
 /** The latest version of every function, at a revision of the head's list. */

@@ -14,10 +14,13 @@ import type { FunctionRegistry } from './registry/registry.ts'
 import { functionRoutes } from './routes/functions.ts'
 import { healthRoutes } from './routes/health.ts'
 import { objectRoutes } from './routes/objects.ts'
+import { secretRoutes } from './routes/secrets.ts'
+import type { SecretStore } from './secrets.ts'
 
 export interface GatewayAppOptions {
   backend: Backend
   functions: FunctionRegistry
+  secrets: SecretStore
   /** Largest request body in bytes (default 64 MiB). */
   maxBodyBytes?: number
   /** Token every /v1 call must carry, if set. */
@@ -76,6 +79,7 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
     }),
   )
   app.route('/v1', objectRoutes(options.backend))
+  app.route('/v1', secretRoutes(options.secrets, options.backend, adminToken(options.adminToken)))
 
   app.notFound((c) => errorResponse({ code: 'NOT_FOUND', message: `no route ${c.req.method} ${c.req.path}` }))
   app.onError(function magpieErrorHandler(err) {

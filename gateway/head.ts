@@ -20,6 +20,7 @@ import { listen } from '../node/http/listen.ts'
 import { createGatewayApp } from './app.ts'
 import { LOOPBACK } from './platform.ts'
 import { type FunctionRecord, FunctionRegistry } from './registry/registry.ts'
+import { SecretStore } from './secrets.ts'
 
 export interface HeadOptions {
   /** A folder of functions deployed at start (none: only those kept in the state, and deploys). */
@@ -63,7 +64,13 @@ function externalAddress(): string {
 
 /** The registry as the head's routes serve it to nodes. */
 function headFunctions(functions: FunctionRegistry): HeadFunctions {
-  const entryOf = (r: FunctionRecord) => ({ name: r.name, ref: r.ref, kind: r.kind, config: r.config })
+  const entryOf = (r: FunctionRecord) => ({
+    name: r.name,
+    ref: r.ref,
+    kind: r.kind,
+    config: r.config,
+    env: r.env ?? {},
+  })
   return {
     get revision() {
       return functions.revision
@@ -96,8 +103,16 @@ export async function startHead(options: HeadOptions) {
   const kept = state ? await state.load() : emptySnapshot()
   const { secret, file: secretFile } = await headSecret(stateDir, options.secret ?? kept.meta.get('secret'))
   state?.set('meta', 'secret', secret)
+  const secrets = new SecretStore(
+    state && {
+      set: (name, value) => state.set('secrets', name, value),
+      delete: (name) => state.delete('secrets', name),
+    },
+  )
+  secrets.restore(kept.secrets)
   const functions = new FunctionRegistry({
     bundleDir: join(stateDir, 'bundles'),
+    secrets,
     keepVersions: options.keepVersions,
     keeper: state && {
       set: (key, value) => state.set('functions', key, value),
@@ -126,6 +141,7 @@ export async function startHead(options: HeadOptions) {
   const app = createGatewayApp({
     backend,
     functions,
+    secrets,
     token: options.token,
     adminToken: options.adminToken,
     maxBundleBytes: options.maxBundleBytes,

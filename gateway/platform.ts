@@ -11,6 +11,7 @@ import { listen } from '../node/http/listen.ts'
 import { LocalNode } from '../node/node.ts'
 import { createGatewayApp } from './app.ts'
 import { FunctionRegistry } from './registry/registry.ts'
+import { SecretStore } from './secrets.ts'
 
 export interface PlatformOptions {
   /** Folder of function folders to serve. */
@@ -68,8 +69,11 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     )
   }
   const tempDir = await mkdtemp(join(tmpdir(), 'magpie-'))
+  // The embedded platform keeps its secrets in memory only.
+  const secrets = new SecretStore()
   const functions = new FunctionRegistry({
     bundleDir: join(tempDir, 'bundles'),
+    secrets,
     keepVersions: options.keepVersions,
   })
   if (options.functionsDir !== undefined) await functions.deployAll(options.functionsDir)
@@ -89,6 +93,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
   const app = createGatewayApp({
     backend,
     functions,
+    secrets,
     token: options.token,
     adminToken: options.adminToken,
     maxBundleBytes: options.maxBundleBytes,

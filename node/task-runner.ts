@@ -150,6 +150,7 @@ export class TaskRunner {
         args,
         weight: task.weight,
         ...(task.options.timeoutMs ? { timed: true as const } : {}),
+        ...(task.env ? { env: task.env } : {}),
       },
     })
   }

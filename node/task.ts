@@ -11,6 +11,8 @@ export interface CatalogEntry {
   ref: string
   url: string
   config: CallOptions
+  /** Its calls' variables: config.env and the values of the secrets config.secrets grants (none: undefined). */
+  env?: Readonly<Record<string, string>> | undefined
 }
 
 /** What a node needs to know of the deployed functions. */
@@ -33,6 +35,8 @@ export interface TaskSpec {
 
 export interface Task extends TaskSpec {
   url: string
+  /** The call's variables, from its function's version on this node. */
+  env: Readonly<Record<string, string>> | undefined
   /** Share of a worker's CPU slot the call takes while it runs (1 / concurrency). */
   weight: number
   attempts: number
@@ -61,6 +65,7 @@ export function makeTask(spec: TaskSpec, fn: CatalogEntry, origin?: number): Tas
     args: spec.args,
     options,
     url: fn.url,
+    env: fn.env,
     weight: 1 / (options.concurrency ?? 1),
     attempts: 0,
     maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,

@@ -26,7 +26,7 @@ export {
   WorkerCrashedError,
 } from './errors.ts'
 export type { FunctionRuntime } from './runtime.ts'
-export { cancel, get, put, remote, signal, wait } from './runtime.ts'
+export { cancel, env, get, put, remote, signal, wait } from './runtime.ts'
 export type {
   AnyFunction,
   CallOptions,

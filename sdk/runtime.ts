@@ -25,6 +25,8 @@ export interface FunctionRuntime {
   wait(refs: readonly ObjectRef[], options?: WaitOptions): Promise<WaitResult>
   cancel(ref: ObjectRef, options?: CancelOptions): void
   signal(): AbortSignal
+  /** The variables of the call running now: its function's `config.env` and granted secrets. */
+  env(): Readonly<Record<string, string>>
 }
 
 export const RUNTIME_KEY = Symbol.for('magpie.runtime')
@@ -86,3 +88,30 @@ export function cancel(ref: ObjectRef, options?: CancelOptions): void {
 export function signal(): AbortSignal {
   return runtime().signal()
 }
+
+/**
+ * Inside a function: the variables of the call that reads them, its
+ * function's `config.env` and the secrets its `config.secrets` grants;
+ * nothing of another function's, even on the same thread. Read-only.
+ * @example
+ * const res = await fetch(env.API_URL, { headers: { authorization: env.API_KEY } })
+ */
+export const env: Readonly<Record<string, string | undefined>> = new Proxy(
+  {},
+  {
+    get: (_target, key) => (typeof key === 'string' ? runtime().env()[key] : undefined),
+    has: (_target, key) => typeof key === 'string' && Object.hasOwn(runtime().env(), key),
+    ownKeys: () => Object.keys(runtime().env()),
+    getOwnPropertyDescriptor: (_target, key) => {
+      const vars = runtime().env()
+      return typeof key === 'string' && Object.hasOwn(vars, key)
+        ? { value: vars[key], enumerable: true, configurable: true, writable: false }
+        : undefined
+    },
+    set: () => {
+      throw new TypeError('env is read-only: set variables in config.env, secrets with magpie secret set')
+    },
+    defineProperty: () => false,
+    deleteProperty: () => false,
+  },
+)

@@ -25,6 +25,10 @@ export interface CallOptions {
    * (retried by the usual rules) while the node lives on.
    */
   memoryMb?: number
+  /** In a function's config only: variables its calls read with `env` from 'magpie'. */
+  env?: Record<string, string>
+  /** In a function's config only: the names of the secrets (`magpie secret set`) its calls may read with `env`. */
+  secrets?: string[]
 }
 
 /** Options of `cancel`. */
@@ -80,7 +84,14 @@ export const MAX_TIMEOUT_MS = 24 * 3600 * 1000
 const MIN_MEMORY_MB = 16
 const MAX_MEMORY_MB = 1024 * 1024
 
-export function checkCallOptions(value: unknown, where = 'options'): CallOptions {
+/** Names of variables and secrets: like environment variables. */
+export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
+
+/**
+ * Checks a call's options, or (`config`) a function's config, which may
+ * also set `env` and `secrets`: a caller can never grant itself a secret.
+ */
+export function checkCallOptions(value: unknown, where = 'options', config = false): CallOptions {
   if (value === undefined || value === null) return {}
   if (typeof value !== 'object' || Array.isArray(value)) throw new TypeError(`${where} must be an object`)
   const o = value as Record<string, unknown>
@@ -127,10 +138,32 @@ export function checkCallOptions(value: unknown, where = 'options'): CallOptions
     }
     out.resources = { ...(r as Record<string, number>) }
   }
+  if (o.env !== undefined || o.secrets !== undefined) {
+    if (!config) throw new TypeError(`${where}: env and secrets are set in a function's config only`)
+    checkEnv(o.env, o.secrets, where, out)
+  }
   for (const key of Object.keys(o)) {
     if (!KNOWN_OPTIONS.has(key)) throw new TypeError(`${where}.${key} is not a known option`)
   }
   return out
+}
+
+function checkEnv(env: unknown, secrets: unknown, where: string, out: CallOptions): void {
+  if (env !== undefined) {
+    if (typeof env !== 'object' || env === null || Array.isArray(env))
+      throw new TypeError(`${where}.env must be an object of strings`)
+    for (const [k, v] of Object.entries(env)) {
+      if (!VARIABLE_NAME.test(k))
+        throw new TypeError(`${where}.env: ${JSON.stringify(k)} is not a variable name`)
+      if (typeof v !== 'string') throw new TypeError(`${where}.env.${k} must be a string`)
+    }
+    out.env = { ...(env as Record<string, string>) }
+  }
+  if (secrets !== undefined) {
+    if (!Array.isArray(secrets) || !secrets.every((s) => typeof s === 'string' && VARIABLE_NAME.test(s)))
+      throw new TypeError(`${where}.secrets must be a list of secret names`)
+    out.secrets = [...(secrets as string[])]
+  }
 }
 
 const KNOWN_OPTIONS = new Set([
@@ -143,6 +176,8 @@ const KNOWN_OPTIONS = new Set([
   'concurrency',
   'ttlS',
   'memoryMb',
+  'env',
+  'secrets',
   'maxRestarts',
   'maxTaskRetries',
 ])

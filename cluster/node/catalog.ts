@@ -18,6 +18,11 @@ import type { FunctionCode } from '../protocol.ts'
 /** Tries of a version's code while the head does not answer. */
 const ASK_TRIES = 8
 
+/** Variables as a call takes them: none is undefined. */
+function envOf(env: Record<string, string>): Readonly<Record<string, string>> | undefined {
+  return Object.keys(env).length === 0 ? undefined : Object.freeze({ ...env })
+}
+
 export interface RemoteCatalogOptions {
   client: InternalClient
   head: string
@@ -85,6 +90,11 @@ export class RemoteCatalog implements FunctionCatalog {
     try {
       const list = await client.functions(head)
       await Promise.all(list.functions.map((f) => this.#fetch(f.ref)))
+      // Secrets set or removed since reach the latest versions' calls now.
+      for (const f of list.functions) {
+        const entry = this.#loaded.get(f.ref)
+        if (entry) entry.env = envOf(f.env)
+      }
       this.#latest = new Map(list.functions.map((f) => [f.name, f.ref]))
       this.#revision = list.revision
       for (const listener of this.#listeners) listener()
@@ -113,7 +123,7 @@ export class RemoteCatalog implements FunctionCatalog {
     await mkdir(this.#o.bundleDir, { recursive: true })
     const file = join(this.#o.bundleDir, `${ref.replace('@', '-')}.mjs`)
     await writeFile(file, found.code)
-    this.#loaded.set(ref, { ref, url: pathToFileURL(file).href, config: found.config })
+    this.#loaded.set(ref, { ref, url: pathToFileURL(file).href, config: found.config, env: envOf(found.env) })
     return true
   }
 }

@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { BadRequestError, FunctionNotFoundError } from '../../sdk/errors.ts'
 import { type CallOptions, checkCallOptions } from '../../sdk/types.ts'
+import type { SecretStore } from '../secrets.ts'
 import { bundleFunction, findEntry, versionOf } from './bundle.ts'
 import { inspectBundles } from './inspect.ts'
 
@@ -37,6 +38,8 @@ export interface FunctionRecord extends FunctionInfo {
   ref: string
   /** file: URL of the bundled module. */
   url: string
+  /** Its calls' variables: config.env and the granted secrets' values (none: undefined). Never listed. */
+  env: Readonly<Record<string, string>> | undefined
 }
 
 /** Where deployed versions are kept (the head's state), by key: `name` (its versions) and `name@version` (code). */
@@ -51,6 +54,8 @@ export interface FunctionRegistryOptions {
   /** Versions kept of each function (default 5). */
   keepVersions?: number
   keeper?: BundleKeeper | undefined
+  /** The secrets functions may be granted (`config.secrets`). */
+  secrets?: SecretStore | undefined
   /** Reports folders that could not be deployed (default: console.warn). */
   warn?: (message: string) => void
 }
@@ -97,6 +102,7 @@ export class FunctionRegistry {
   readonly #keeper: BundleKeeper | undefined
   readonly #warn: (message: string) => void
   readonly #listeners = new Set<() => void>()
+  readonly #secrets: SecretStore | undefined
   #revision = 0
 
   constructor(options: FunctionRegistryOptions) {
@@ -106,6 +112,12 @@ export class FunctionRegistry {
       throw new TypeError('keepVersions must be a positive integer')
     this.#keeper = options.keeper
     this.#warn = options.warn ?? ((m) => console.warn(m))
+    this.#secrets = options.secrets
+    // A secret set or removed reaches the calls of every version that is granted it.
+    this.#secrets?.onChange(() => {
+      for (const versions of this.#functions.values()) for (const v of versions) v.env = this.#envOf(v.config)
+      this.#changed()
+    })
   }
 
   /** Deploys every function folder under `dir`; a folder that fails is reported and skipped. */
@@ -274,12 +286,13 @@ export class FunctionRegistry {
     if ('error' in answer) return new BadRequestError(`${p.name}: the bundle does not load: ${answer.error}`)
     let config: CallOptions
     try {
-      config = checkCallOptions(answer.config, `${p.name} config`)
+      config = checkCallOptions(answer.config, `${p.name} config`, true)
     } catch (err) {
       return new BadRequestError((err as Error).message)
     }
     const { name, version, deployedAt, url } = p
-    return { name, kind: answer.kind, version, config, deployedAt, url, ref: `${name}@${version}` }
+    const env = this.#envOf(config)
+    return { name, kind: answer.kind, version, config, deployedAt, url, ref: `${name}@${version}`, env }
   }
 
   /** Makes `record` the latest version of its function, keeping the last few. */
@@ -293,6 +306,16 @@ export class FunctionRegistry {
     for (const v of dropped) this.#keeper.delete(v.ref)
     const index = versions.map((v) => ({ version: v.version, deployedAt: v.deployedAt }))
     this.#keeper.set(record.name, JSON.stringify({ versions: index }))
+  }
+
+  /** A version's variables: its config.env, then the values of the secrets it is granted that are set. */
+  #envOf(config: CallOptions): Readonly<Record<string, string>> | undefined {
+    const granted = (config.secrets ?? []).flatMap((name) => {
+      const value = this.#secrets?.value(name)
+      return value === undefined ? [] : [[name, value] as const]
+    })
+    if (!config.env && granted.length === 0) return undefined
+    return Object.freeze({ ...config.env, ...Object.fromEntries(granted) })
   }
 
   #changed(): void {

@@ -34,6 +34,8 @@ export interface RuntimeIO {
   currentTask(): string | null
   /** The signal of the task whose code is running, aborted if it is cancelled. */
   currentSignal(): AbortSignal | undefined
+  /** The variables of the task whose code is running (none outside a task). */
+  currentEnv(): Readonly<Record<string, string>>
   /** Whether a function of that name is deployed. */
   knows(name: string): boolean
   /** Starts the ids of objects made here. */
@@ -125,6 +127,8 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
       if (!signal) throw new MagpieError('signal() works inside a function, while it runs')
       return signal
     },
+
+    env: () => io.currentEnv(),
 
     async wait(refs: readonly ObjectRef[], options: WaitOptions = {}) {
       if (!Array.isArray(refs)) throw new TypeError('wait takes an array of ObjectRefs')

@@ -33,6 +33,8 @@ interface Running {
 }
 
 const context = new AsyncLocalStorage<Running>()
+/** What `env` reads outside a call, or in a call whose function has no variables. */
+const NO_ENV: Readonly<Record<string, string>> = Object.freeze({})
 boundCallOutput(data.maxCallOutput, () => context.getStore()?.output)
 let names = new Set(data.names)
 const modules = new Map<string, AnyFunction>()
@@ -110,6 +112,7 @@ const runtime = createFunctionRuntime({
   request,
   currentTask: () => context.getStore()?.task.id ?? null,
   currentSignal: () => context.getStore()?.controller.signal,
+  currentEnv: () => context.getStore()?.task.env ?? NO_ENV,
   knows: (ref) => names.has(ref.split('@')[0] as string),
   idPrefix: data.idPrefix,
   room: () => waitForRoom(data.room, data.threads, data.index, flush),

@@ -22,6 +22,8 @@ export interface RunTask {
   weight: number
   /** Set when the call has a time limit: the worker then reports when it starts it. */
   timed?: true
+  /** The call's variables (its function's config.env and granted secrets), if it has any. */
+  env?: Readonly<Record<string, string>>
 }
 
 export type Outcome = { value: EncodedValue } | { error: SerializedError }

@@ -11,7 +11,7 @@ import { FolderState } from './folder.ts'
 import { RedisState } from './redis.ts'
 
 /** The namespaces of the head's state. */
-export const NAMESPACES = ['meta', 'functions', 'calls', 'objects'] as const
+export const NAMESPACES = ['meta', 'functions', 'secrets', 'calls', 'objects'] as const
 export type Namespace = (typeof NAMESPACES)[number]
 
 export type StateSnapshot = Record<Namespace, Map<string, string>>
@@ -29,7 +29,7 @@ export interface StateStore {
 }
 
 export function emptySnapshot(): StateSnapshot {
-  return { meta: new Map(), functions: new Map(), calls: new Map(), objects: new Map() }
+  return { meta: new Map(), functions: new Map(), secrets: new Map(), calls: new Map(), objects: new Map() }
 }
 
 export function isRedisUrl(where: string): boolean {
