@@ -3,7 +3,7 @@
  * namespace (`magpie:calls`, `magpie:objects`, ...), written in pipelined
  * batches. A head on another machine pointed at the same Redis takes over.
  */
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import { BatchedState, type Change } from './batched.ts'
 import { emptySnapshot, NAMESPACES, type Namespace, type StateSnapshot } from './store.ts'
 
@@ -20,22 +20,31 @@ function withoutPassword(url: string): string {
 
 export class RedisState extends BatchedState {
   readonly where: string
-  readonly #redis: Redis
+  readonly #url: string
+  #client: Redis | undefined
 
   constructor(url: string) {
     super()
     this.where = withoutPassword(url)
-    this.#redis = new Redis(url, {
+    this.#url = url
+  }
+
+  get #redis(): Redis {
+    if (!this.#client) throw new Error(`the state in ${this.where} is not open`)
+    return this.#client
+  }
+
+  async load(): Promise<StateSnapshot> {
+    // Loaded only by a head that keeps its state in Redis.
+    const { Redis } = await import('ioredis')
+    this.#client = new Redis(this.#url, {
       lazyConnect: true,
       maxRetriesPerRequest: 2,
       commandTimeout: COMMAND_TIMEOUT_MS,
       // The head says what failed where it matters; ioredis's own reports would repeat it.
       showFriendlyErrorStack: false,
     })
-    this.#redis.on('error', () => {})
-  }
-
-  async load(): Promise<StateSnapshot> {
+    this.#client.on('error', () => {})
     try {
       await this.#redis.connect()
     } catch (err) {
@@ -62,6 +71,7 @@ export class RedisState extends BatchedState {
   }
 
   protected async release(): Promise<void> {
-    await this.#redis.quit().catch(() => this.#redis.disconnect())
+    const client = this.#client
+    await client?.quit().catch(() => client.disconnect())
   }
 }
