@@ -17,7 +17,13 @@ export async function functionFolders(path: string): Promise<Array<{ name: strin
     throw new Error(`${path} is not a folder`)
   })
   const found = entries
-    .filter((e) => e.isDirectory() && FUNCTION_NAME.test(e.name) && findEntry(join(folder, e.name)))
+    .filter(
+      (e) =>
+        e.isDirectory() &&
+        e.name !== 'node_modules' &&
+        FUNCTION_NAME.test(e.name) &&
+        findEntry(join(folder, e.name)),
+    )
     .map((e) => ({ name: e.name, folder: join(folder, e.name) }))
   if (found.length === 0)
     throw new Error(`${path} has no index.ts, index.mts, index.js or index.mjs, nor folders that do`)

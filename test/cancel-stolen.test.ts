@@ -2,9 +2,17 @@
  * Cancel across nodes: a call stolen by another node is cancelled where it
  * runs now, and a nested tree whose calls were stolen goes with its root.
  */
+import { once } from 'node:events'
 import { rmSync } from 'node:fs'
-import { afterAll, describe, expect, it } from 'vitest'
-import { type SpawnedHead, spawnHead, spawnNode, stopSpawnedAfterAll, until } from './cluster-helpers.ts'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import {
+  type Spawned,
+  type SpawnedHead,
+  spawnHead,
+  spawnNode,
+  stopSpawnedAfterAll,
+  until,
+} from './cluster-helpers.ts'
 import { functionsWithFixtures } from './helpers.ts'
 
 stopSpawnedAfterAll()
@@ -39,7 +47,23 @@ async function status(head: SpawnedHead, id: string): Promise<{ status: number; 
   return { status: res.status, ...(body.error ? { code: body.error.code } : {}) }
 }
 
-/** A head and a first node with one CPU; `second()` starts another, which steals from the first. */
+/**
+ * A head and a first node with one CPU; `second()` starts another, which
+ * steals from the first. Each test's cluster is stopped at its end, so that
+ * calls it left running take no CPU from the next.
+ */
+const running: Spawned[] = []
+afterEach(async () => {
+  await Promise.all(
+    running.splice(0).map(async ({ child }) => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      const exited = once(child, 'exit')
+      child.kill('SIGKILL')
+      await exited
+    }),
+  )
+})
+
 async function cluster() {
   const functions = functionsWithFixtures()
   dirs.push(functions)
@@ -55,10 +79,15 @@ async function cluster() {
     head: head.url,
     secret: 'a-test-secret-of-some-length',
   })
+  running.push(head, first)
   return {
     head,
     first,
-    second: () => spawnNode({ head: head.url, secret: 'a-test-secret-of-some-length' }),
+    second: async () => {
+      const node = await spawnNode({ head: head.url, secret: 'a-test-secret-of-some-length' })
+      running.push(node)
+      return node
+    },
   }
 }
 
@@ -99,7 +128,8 @@ describe('cancel across nodes', () => {
 
   it('cancels a nested tree whose calls were stolen, with its root', async () => {
     const { head, second } = await cluster()
-    const root = await invoke(head, 'fan-out', [6, 'busy-wait', 15_000])
+    // Calls that wait (one at a time per thread), not burn: the tree is what is cancelled here.
+    const root = await invoke(head, 'fan-out', [6, 'wait-abort', 15_000])
     const thief = await second()
     await until(async () => ((await nodes(head)).find((n) => n.id === thief.id)?.running ?? 0) > 0, 20_000)
     const res = await fetch(`${head.url}/v1/objects/${root}/cancel`, {

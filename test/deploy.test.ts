@@ -91,7 +91,21 @@ describe('magpie deploy to a head whose nodes have no functions folder', () => {
   it('deploys a folder of functions, prints name, version and new or unchanged, and runs them on every node', async () => {
     ;({ head, nodes } = await cluster())
     src = tempDir()
-    writeFunction(src, 'greet', `export default function greet(who: string) { return 'hi ' + who }\n`)
+    // A dependency from the project's node_modules, bundled in by the CLI: the nodes have no copy.
+    mkdirSync(join(src, 'node_modules', 'tiny-greeting'), { recursive: true })
+    writeFileSync(
+      join(src, 'node_modules', 'tiny-greeting', 'package.json'),
+      '{"name":"tiny-greeting","main":"index.js"}',
+    )
+    writeFileSync(
+      join(src, 'node_modules', 'tiny-greeting', 'index.js'),
+      "module.exports = (w) => 'hi ' + w\n",
+    )
+    writeFunction(
+      src,
+      'greet',
+      `import greeting from 'tiny-greeting'\nexport default function greet(who: string) { return greeting(who) }\n`,
+    )
     writeFunction(src, 'slow', SLOW('v1'))
     const first = await cli('deploy', src, '--url', head.url)
     expect(first.code).toBe(0)

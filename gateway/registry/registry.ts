@@ -124,7 +124,11 @@ export class FunctionRegistry {
   async deployAll(dir: string): Promise<void> {
     const entries = await readdir(dir, { withFileTypes: true })
     const folders = entries.filter(
-      (e) => e.isDirectory() && FUNCTION_NAME.test(e.name) && findEntry(join(dir, e.name)),
+      (e) =>
+        e.isDirectory() &&
+        e.name !== 'node_modules' &&
+        FUNCTION_NAME.test(e.name) &&
+        findEntry(join(dir, e.name)),
     )
     const bundles = await Promise.all(
       folders.map(async (e) => {
