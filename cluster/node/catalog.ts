@@ -39,6 +39,8 @@ export class RemoteCatalog implements FunctionCatalog {
   readonly #loading = new Map<string, Promise<boolean>>()
   readonly #listeners = new Set<() => void>()
   #revision = -1
+  /** The latest revision the head has announced. */
+  #announced = -1
   #updating: Promise<void> | undefined
 
   constructor(options: RemoteCatalogOptions) {
@@ -78,11 +80,22 @@ export class RemoteCatalog implements FunctionCatalog {
    * the list and fetches the latest versions; resolves once it has them.
    */
   update(revision: number): Promise<void> {
+    this.#announced = Math.max(this.#announced, revision)
     if (revision === this.#revision) return Promise.resolve()
     this.#updating ??= this.#refresh().finally(() => {
       this.#updating = undefined
     })
     return this.#updating
+  }
+
+  /**
+   * Resolves once this node has the latest versions the head last announced
+   * (or has tried to get them), so that a call run now finds by name every
+   * function it may call: a node that just joined runs nothing before.
+   */
+  current(): Promise<void> {
+    if (this.#revision >= 0 && this.#revision >= this.#announced) return Promise.resolve()
+    return this.#updating ?? this.update(Math.max(this.#announced, 0))
   }
 
   async #refresh(): Promise<void> {

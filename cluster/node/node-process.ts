@@ -244,6 +244,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
 
   /** Of the versions `refs`, those this node cannot have, with why; the others fetched from the head first. */
   async function missingCode(refs: readonly string[]): Promise<Map<string, SerializedError>> {
+    await functions.current()
     const missing = new Map<string, SerializedError>()
     await Promise.all(
       [...new Set(refs)].map(async (ref) => {
