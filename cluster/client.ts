@@ -6,10 +6,12 @@
 import type { Readable } from 'node:stream'
 import { request } from 'undici'
 import type { z } from 'zod'
+import type { ActorInfo } from '../node/actors.ts'
 import { toShared } from '../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../sdk/codec.ts'
 import { ERROR_STATUS, errorFromBody, MagpieError } from '../sdk/errors.ts'
 import {
+  ActorState,
   type Call,
   FunctionCode,
   FunctionList,
@@ -112,6 +114,21 @@ export class InternalClient {
   async heartbeat(head: string, nodeId: string, stats: z.input<typeof Heartbeat>): Promise<HeartbeatAnswer> {
     const answer = await this.#send('POST', this.#url(head, ROUTES.heartbeat, nodeId), stats)
     return read(HeartbeatAnswer, answer, 'heartbeat answer')
+  }
+
+  /** What a node says of an actor living there; undefined if it has none of that id. */
+  async actor(at: string, id: string): Promise<ActorInfo | undefined> {
+    try {
+      return read(ActorState, await this.#send('GET', this.#url(at, ROUTES.actor, id)), 'actor')
+    } catch (err) {
+      if (err instanceof MagpieError && ERROR_STATUS[err.code] === 404) return undefined
+      throw err
+    }
+  }
+
+  /** Kills an actor on the node it lives on. */
+  async killActor(at: string, id: string): Promise<void> {
+    await this.#send('DELETE', this.#url(at, ROUTES.actor, id))
   }
 
   /** The latest version of every function the head has deployed. */

@@ -51,6 +51,8 @@ export const ROUTES = {
   functions: '/internal/functions',
   /** head: the code of a version, `name@version` as the id (FunctionCode). */
   functionCode: '/internal/functions/:id',
+  /** node: an actor living here (its ActorInfo); DELETE kills it. */
+  actor: '/internal/actors/:id',
 } as const
 
 /** Node ids: `n` and six letters or digits; the ids of objects a node makes start with it and `_`. */
@@ -175,6 +177,8 @@ export const Call = z.object({
    * owner can tell a stale report from one about the call as it runs now.
    */
   epoch: count.default(0),
+  /** A call of an actor living on the receiver: its constructor (method null), or a method. */
+  actor: z.object({ id: objectId, method: z.string().nullable() }).optional(),
 })
 export type Call = z.infer<typeof Call>
 export const CallBatch = z.array(Call)
@@ -230,6 +234,17 @@ export const HeartbeatAnswer = z.object({
 export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswer>
 
 export const Leave = z.object({ ids: z.array(objectId) })
+
+/** An actor as the node it lives on tells of it. */
+export const ActorState = z.object({
+  id: objectId,
+  class: z.string(),
+  name: z.string().nullable(),
+  state: z.enum(['pending', 'alive', 'restarting', 'dead']),
+  restarts: count,
+  pending: count,
+  error: serializedError.optional(),
+})
 
 /** A deployed version of a function, as nodes learn it: calls of it name it as `ref` (`name@version`). */
 export const FunctionEntry = z.object({

@@ -11,6 +11,7 @@ import { errorResponse } from '../node/http/responses.ts'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
 import { adminToken, bearerToken } from './auth.ts'
 import type { FunctionRegistry } from './registry/registry.ts'
+import { actorRoutes } from './routes/actors.ts'
 import { functionRoutes } from './routes/functions.ts'
 import { healthRoutes } from './routes/health.ts'
 import { objectRoutes } from './routes/objects.ts'
@@ -79,6 +80,7 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
     }),
   )
   app.route('/v1', objectRoutes(options.backend))
+  app.route('/v1', actorRoutes(options.backend, options.functions))
   app.route('/v1', secretRoutes(options.secrets, options.backend, adminToken(options.adminToken)))
 
   app.notFound((c) => errorResponse({ code: 'NOT_FOUND', message: `no route ${c.req.method} ${c.req.path}` }))

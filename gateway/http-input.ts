@@ -130,6 +130,8 @@ export interface BatchCall {
   id: string
   args: TaskArg[]
   options: CallOptions
+  /** A method call of an actor (fn is then found from the actor). */
+  actor?: { id: string; method: string }
 }
 
 /** Most calls one batch may carry. */
@@ -150,12 +152,24 @@ export function checkBatch(body: unknown, resolve: (fn: string) => string | unde
     if (typeof call !== 'object' || call === null || Array.isArray(call)) {
       throw new BadRequestError(`${where} must be {"function", "args", "options"?, "id"?}`)
     }
-    const { function: fn, args, options, id: rawId, ...rest } = call as Record<string, unknown>
+    const { function: fn, actor, method, args, options, id: rawId, ...rest } = call as Record<string, unknown>
     const extra = Object.keys(rest)
     if (extra.length > 0) throw new BadRequestError(`${where}.${extra[0]} is not a known field`)
-    if (typeof fn !== 'string') throw new BadRequestError(`${where}.function must be a function name`)
-    const ref = resolve(fn)
-    if (ref === undefined) throw new FunctionNotFoundError(`no function named ${fn}`)
+    let ref: string | undefined
+    let target: BatchCall['actor']
+    if (actor !== undefined) {
+      // A method call of an actor: its class is found by the route.
+      if (fn !== undefined)
+        throw new BadRequestError(`${where} names a function and an actor: one or the other`)
+      if (typeof method !== 'string' || method === '')
+        throw new BadRequestError(`${where}.method must be a method name`)
+      target = { id: checkId(actor, 'actor id'), method }
+      ref = ''
+    } else {
+      if (typeof fn !== 'string') throw new BadRequestError(`${where}.function must be a function name`)
+      ref = resolve(fn)
+      if (ref === undefined) throw new FunctionNotFoundError(`no function named ${fn}`)
+    }
     if (!Array.isArray(args)) throw new BadRequestError(`${where}.args must be an array`)
     const id = rawId === undefined ? newObjectId() : checkId(rawId)
     if (made.has(id)) throw new BadRequestError(`${where}.id repeats an id of the same batch`)
@@ -166,6 +180,7 @@ export function checkBatch(body: unknown, resolve: (fn: string) => string | unde
       throw new BadRequestError((err as Error).message)
     }
     const call_: BatchCall = {
+      ...(target ? { actor: target } : {}),
       fn: ref,
       id,
       args: args.map(toTaskArg),
@@ -174,6 +189,11 @@ export function checkBatch(body: unknown, resolve: (fn: string) => string | unde
     made.add(id)
     return call_
   })
+}
+
+/** Arguments as JSON gives them: each a value, or `{"$ref": id}` for an object. */
+export function toTaskArgs(args: readonly unknown[]): TaskArg[] {
+  return args.map(toTaskArg)
 }
 
 function toTaskArg(arg: unknown): TaskArg {

@@ -7,6 +7,7 @@
 import type { Context } from 'hono'
 import { type EncodedValue, ID_HEADER } from '../sdk/codec.ts'
 import { MagpieError, type SerializedError } from '../sdk/errors.ts'
+import type { ActorInfo, ActorSpec } from './actors.ts'
 import { fileResponse, STREAM_FROM_DISK_BYTES } from './http/responses.ts'
 import type { CancelRequest, LocalNode, NodeStats, TaskSpec } from './node.ts'
 import type { ObjectStatus } from './store/object-store.ts'
@@ -38,7 +39,25 @@ export interface NodeInfo extends Omit<NodeStats, 'steals'> {
   steals: { in: number; out: number }
 }
 
+/** Actors, wherever they live. */
+export interface ActorBackend {
+  /**
+   * Makes an actor (its constructor's call is `spec.id`, the actor's id);
+   * with a name held already, NameTakenError, or with `getIfExists` the
+   * actor that holds it. The actor's id, and whether it is new.
+   */
+  create(spec: ActorSpec, getIfExists: boolean): Promise<{ id: string; created: boolean }>
+  /** An actor by id or name. */
+  find(idOrName: string): Promise<ActorInfo | undefined>
+  list(): Promise<ActorInfo[]>
+  /** Submits a method call (`spec.actor`); false if its id is taken. ActorNotFoundError if the actor is unknown. */
+  call(spec: TaskSpec): boolean
+  /** Kills an actor; false if it is unknown or dead already. */
+  kill(id: string): Promise<boolean>
+}
+
 export interface Backend {
+  actors: ActorBackend
   /** Throws QueueFullError if `calls` more calls from outside, with `bytes` of arguments, would be too many. */
   admit(calls: number, bytes: number): void
   /** Starts a call; false if an object with its id exists already (nothing runs). */
@@ -89,6 +108,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     ready = true
   })
   return {
+    actors: localActors(node),
     admit: (calls, bytes) => node.admit(calls, bytes),
     submit: (spec) => node.submit(spec),
     put: async (id, value, ttlMs) => node.store.put(id, value, { ttlMs, visible: true }),
@@ -126,5 +146,27 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
       ]
     },
     ready: () => ready,
+  }
+}
+
+/** The actors of a node in this process. */
+function localActors(node: LocalNode): ActorBackend {
+  return {
+    async create(spec, getIfExists) {
+      const held = spec.name === undefined ? undefined : node.actors.find(spec.name)
+      if (held !== undefined && getIfExists) return { id: held, created: false }
+      // A creation sent again (the same id) is answered as the first was.
+      if (node.actors.info(spec.id)) return { id: spec.id, created: false }
+      if (!node.createActor(spec))
+        throw new MagpieError(`the id ${spec.id} is taken`, { code: 'BAD_REQUEST' })
+      return { id: spec.id, created: true }
+    },
+    find: async (idOrName) => {
+      const id = node.actors.find(idOrName)
+      return id === undefined ? undefined : node.actors.info(id)
+    },
+    list: async () => node.actors.list(),
+    call: (spec) => node.submit(spec),
+    kill: async (id) => node.killActor(id),
   }
 }

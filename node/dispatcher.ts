@@ -31,6 +31,8 @@ export interface DispatcherOptions {
   run(worker: WorkerHandle, task: Task): void
   /** Whether the task is still wanted (its object was not freed meanwhile). */
   wanted(task: Task): boolean
+  /** The node's actors: their calls wait in their actor's order (actors.ts). */
+  actors: { ready(task: Task): void; dispatch(): void }
 }
 
 export class Dispatcher {
@@ -39,6 +41,7 @@ export class Dispatcher {
   readonly #capacity: number
   readonly #run: (worker: WorkerHandle, task: Task) => void
   readonly #wanted: (task: Task) => boolean
+  readonly #actors: DispatcherOptions['actors']
   /** Calls with `memoryMb`, in order. */
   readonly #sized: Task[] = []
   #queued = false
@@ -49,12 +52,14 @@ export class Dispatcher {
     this.#capacity = 1 + options.prefetch
     this.#run = options.run
     this.#wanted = options.wanted
+    this.#actors = options.actors
   }
 
   /** Queues a task whose arguments are ready, near the worker whose task made it. */
   enqueue(task: Task): void {
     if (!this.#wanted(task)) return // freed before it could run
-    if (task.options.memoryMb !== undefined) this.#sized.push(task)
+    if (task.actor) this.#actors.ready(task)
+    else if (task.options.memoryMb !== undefined) this.#sized.push(task)
     else this.#scheduler.push(task, task.origin, this.#pool.loads())
     this.soon()
   }
@@ -62,7 +67,8 @@ export class Dispatcher {
   /** Queues a task again (a retry), ahead of its turn; not one whose object was freed meanwhile. */
   requeue(task: Task): void {
     if (!this.#wanted(task)) return
-    if (task.options.memoryMb !== undefined) this.#sized.unshift(task)
+    if (task.actor) this.#actors.ready(task)
+    else if (task.options.memoryMb !== undefined) this.#sized.unshift(task)
     else this.#scheduler.requeue(task)
     this.soon()
   }
@@ -85,8 +91,9 @@ export class Dispatcher {
   #dispatch(): void {
     const workers = this.#pool.workers
     if (this.#sized.length > 0) this.#dispatchSized()
+    this.#actors.dispatch()
     // While sized threads run calls, the node's CPU slots are counted over all threads.
-    const shared = this.#pool.sized.length > 0
+    const shared = this.#pool.shared
     for (let given = true; given && this.#scheduler.queued > 0; ) {
       given = false
       for (const worker of workers) {

@@ -11,7 +11,8 @@ import { mkdtempSync } from 'node:fs'
 import { availableParallelism, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import type { EncodedValue } from '../sdk/codec.ts'
-import { FunctionNotFoundError, type SerializedError } from '../sdk/errors.ts'
+import { ActorNotFoundError, FunctionNotFoundError, type SerializedError } from '../sdk/errors.ts'
+import { type ActorSpec, Actors } from './actors.ts'
 import { Admission, type AdmissionLimits } from './admission.ts'
 import { Dispatcher } from './dispatcher.ts'
 import { MemoryPressure } from './memory-pressure.ts'
@@ -115,6 +116,8 @@ export class LocalNode {
   readonly #room: RoomSignal
   /** Calls made by calls running here, by the id of the call that made them: what a recursive cancel reaches. */
   readonly #children = new Map<string, string[]>()
+  /** The actors living on this node. */
+  readonly actors: Actors
   readonly #cancelElsewhere: NodeOptions['cancelElsewhere']
 
   constructor(options: NodeOptions) {
@@ -175,7 +178,10 @@ export class LocalNode {
       pressure,
       dispatcher: () => this.#dispatcher,
       workers: () => this.#pool.all(),
-      settled: (task) => this.#children.delete(task.id),
+      settled: (task, ok) => {
+        this.#children.delete(task.id)
+        if (task.actor) this.actors.settled(task, ok)
+      },
     })
     const requests = new WorkerRequests({
       store,
@@ -204,11 +210,23 @@ export class LocalNode {
       },
       crashed: (worker, error) => {
         this.#room.reset(Math.min(worker.index, cpus))
+        // Its actors are made again (or die) first: their calls in flight then run again after them, or fail.
+        this.actors.hostDied(worker)
         this.#tasks.crashed(worker, error)
       },
       replaced: () => this.#dispatcher.soon(),
     })
+    this.actors = new Actors({
+      host: () => this.#pool.actorHost(),
+      room: () => this.#pool.totalLoad() < cpus - 1e-9,
+      run: (worker, task) => this.#tasks.run(worker, task),
+      fail: (task, error) => this.#tasks.settle(task, { error }),
+      construct: (spec, attempt) => this.#reconstruct(spec, attempt),
+      start: (task) => this.#tasks.start(task),
+      drop: (worker, id) => worker.send({ type: 'drop-actor', id }),
+    })
     this.#dispatcher = new Dispatcher({
+      actors: this.actors,
       scheduler: this.#scheduler,
       pool: this.#pool,
       prefetch,
@@ -243,9 +261,15 @@ export class LocalNode {
    * function makes one its worker holds, freed once nothing needs it.
    */
   submit(spec: TaskSpec, from?: WorkerHandle, parent?: string | null): boolean {
+    // A method call runs on its actor's class, at the version the actor was made with.
+    const target = spec.actor && spec.actor.method !== null ? this.#actorClass(spec.actor.id) : undefined
     // Nested calls go near their thread's deque; a sized thread has none.
-    const task = this.#task(spec, from && from.index < this.cpus ? from.index : undefined)
+    const task = this.#task(
+      target === undefined ? spec : { ...spec, fn: target },
+      from && from.index < this.cpus ? from.index : undefined,
+    )
     if (!this.#create(task, from === undefined)) return false
+    if (task.actor) this.actors.submitted(task)
     if (from) this.#pool.hold(from, spec.id)
     if (parent) {
       const siblings = this.#children.get(parent)
@@ -255,6 +279,48 @@ export class LocalNode {
     this.#tasks.start(task)
     if (!from) this.#publishRoom()
     return true
+  }
+
+  /**
+   * Makes an actor: records it (throwing NameTakenError if its name is held)
+   * and submits its constructor as its first call, whose object (the actor's
+   * id) settles once it is up. False, and nothing made, if the id is taken.
+   */
+  createActor(spec: ActorSpec, from?: WorkerHandle): boolean {
+    if (this.store.lookup(spec.id)) return false
+    if (!this.#functions.get(spec.fn)) throw new FunctionNotFoundError(`no actor class named ${spec.fn}`)
+    // Made again here after its node died, the actor keeps its id; its constructor's call has one of its own.
+    const actorId = spec.actor?.id ?? spec.id
+    const { name: _name, detached: _detached, ...call } = spec
+    // Its class's config (maxConcurrency, maxRestarts...) under the options it was made with.
+    const options = { ...this.#functions.get(spec.fn)?.config, ...spec.options }
+    if (!this.actors.create({ ...spec, id: actorId, options })) return false
+    return this.submit({ ...call, actor: { id: actorId, method: null } }, from)
+  }
+
+  /** Kills an actor: its queued calls fail with ACTOR_DIED. False if it is unknown or dead already. */
+  killActor(id: string): boolean {
+    return this.actors.kill(id)
+  }
+
+  /** The class (name@version) of a live actor; ActorNotFoundError if there is none. */
+  #actorClass(id: string): string {
+    const info = this.actors.info(id)
+    if (!info) throw new ActorNotFoundError(`no actor ${id}`)
+    return info.class
+  }
+
+  /** Submits an actor's constructor again (a restart), as a call of its own. */
+  #reconstruct(spec: ActorSpec, attempt: number): Task {
+    const task = this.#task({
+      id: `${spec.id}_r${attempt}`,
+      fn: spec.fn,
+      args: spec.args,
+      options: spec.options,
+      actor: { id: spec.id, method: null },
+    })
+    this.#create(task, false)
+    return task
   }
 
   /** Tells the threads the node's room, after it took in `seen` nested calls of `thread`. */

@@ -38,7 +38,7 @@ export interface TaskRunnerOptions {
   /** The worker threads, to find the one running a call. */
   workers(): readonly WorkerHandle[]
   /** Told of every task that settles. */
-  settled?: (task: Task) => void
+  settled?: (task: Task, ok: boolean) => void
 }
 
 export class TaskRunner {
@@ -48,7 +48,7 @@ export class TaskRunner {
   readonly #pressure: MemoryPressure
   readonly #dispatcher: () => Dispatcher
   readonly #workers: () => readonly WorkerHandle[]
-  readonly #settled: (task: Task) => void
+  readonly #settled: (task: Task, ok: boolean) => void
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
   /** Bytes of arguments of tasks started here that have not run yet. */
@@ -148,9 +148,11 @@ export class TaskRunner {
         fn: task.fn,
         url: task.url,
         args,
-        weight: task.weight,
+        // An actor thread starts each call it is given: the node keeps each actor's to its turn and concurrency.
+        weight: task.actor ? 0 : task.weight,
         ...(task.options.timeoutMs ? { timed: true as const } : {}),
         ...(task.env ? { env: task.env } : {}),
+        ...(task.actor ? { actor: task.actor } : {}),
       },
     })
   }
@@ -239,8 +241,9 @@ export class TaskRunner {
         this.#retryLater(task)
       } else {
         const crash: SerializedError = {
-          code: 'WORKER_CRASHED',
-          name: error?.name ?? 'WorkerCrashed',
+          // An actor's call dies with its actor's thread.
+          code: task.actor ? 'ACTOR_DIED' : 'WORKER_CRASHED',
+          name: error?.name ?? (task.actor ? 'ActorDiedError' : 'WorkerCrashed'),
           message: reason,
           attempts: task.attempts,
         }
@@ -267,7 +270,7 @@ export class TaskRunner {
   /** Finishes a task's object, and counts the outcome per function. */
   settle(task: Task, outcome: Outcome): void {
     this.uncount(task)
-    this.#settled(task)
+    this.#settled(task, 'value' in outcome)
     this.#counters.outcome(task.fn, 'error' in outcome)
     this.#store.settle(task.id, outcome)
   }

@@ -31,6 +31,8 @@ export interface TaskSpec {
   fn: string
   args: TaskArg[]
   options: CallOptions
+  /** A call of an actor (fn is its class): its constructor (method null), or a method. */
+  actor?: { id: string; method: string | null } | undefined
 }
 
 export interface Task extends TaskSpec {
@@ -49,6 +51,8 @@ export interface Task extends TaskSpec {
   waitingBytes: number
   /** Fires when the call runs past its timeoutMs. */
   timer?: ReturnType<typeof setTimeout> | undefined
+  /** An actor method call's place among its actor's calls. */
+  actorSeq?: number
 }
 
 export const DEFAULT_MAX_RETRIES = 3
@@ -66,12 +70,20 @@ export function makeTask(spec: TaskSpec, fn: CatalogEntry, origin?: number): Tas
     options,
     url: fn.url,
     env: fn.env,
-    weight: 1 / (options.concurrency ?? 1),
+    // An actor's call takes its share of a CPU slot: all of one, or 1/maxConcurrency.
+    weight: 1 / ((spec.actor ? options.maxConcurrency : options.concurrency) ?? 1),
     attempts: 0,
-    maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+    // An actor's method runs again after its thread died only as maxTaskRetries allows; its constructor, by maxRestarts.
+    maxRetries: spec.actor
+      ? spec.actor.method === null
+        ? 0
+        : (options.maxTaskRetries ?? 0)
+      : (options.maxRetries ?? DEFAULT_MAX_RETRIES),
     retriesOn: retryRule(options.retryExceptions),
     origin,
     waitingBytes: 0,
+    actor: spec.actor,
+    actorSeq: undefined,
   }
 }
 

@@ -5,6 +5,8 @@
  * for a heap of their own size (`memoryMb`) run in sized threads beside
  * them, made when first needed (at most one per CPU for each size) and
  * ended after a while unused; a sized thread that dies is not replaced.
+ * Actors live in actor threads (see actors.ts), at most one per CPU, made
+ * as actors come, each new actor on the next of them in turn.
  */
 import type { ObjectStore } from './store/object-store.ts'
 import type { FunctionCatalog } from './task.ts'
@@ -37,6 +39,9 @@ export class WorkerPool {
   readonly workers: WorkerHandle[] = []
   /** Threads of a given heap size, for calls with `memoryMb`. */
   readonly sized: WorkerHandle[] = []
+  /** Threads that hold actors. */
+  readonly hosts: WorkerHandle[] = []
+  #nextHost = 0
   readonly #options: WorkerPoolOptions
   readonly #offFunctions: () => void
   /** When each sized thread was last seen with nothing to do. */
@@ -59,7 +64,24 @@ export class WorkerPool {
 
   /** Every thread: one per CPU, then the sized ones. */
   all(): WorkerHandle[] {
-    return this.sized.length === 0 ? this.workers : [...this.workers, ...this.sized]
+    return this.sized.length + this.hosts.length === 0
+      ? this.workers
+      : [...this.workers, ...this.sized, ...this.hosts]
+  }
+
+  /** Whether threads beside the workers (sized, or actor threads) share the node's CPU slots now. */
+  get shared(): boolean {
+    return this.sized.length + this.hosts.length > 0
+  }
+
+  /** The thread for a new actor: the next in turn, made while there are fewer than one per CPU. */
+  actorHost(): WorkerHandle {
+    if (this.hosts.length < this.#options.cpus) {
+      const host = this.#spawn(this.#nextIndex++, this.#options.workerMemoryMb)
+      this.hosts.push(host)
+      return host
+    }
+    return this.hosts[this.#nextHost++ % this.hosts.length] as WorkerHandle
   }
 
   /**
@@ -84,6 +106,7 @@ export class WorkerPool {
     let load = 0
     for (const w of this.workers) load += w.load
     for (const w of this.sized) load += w.load
+    for (const w of this.hosts) load += w.load
     return load
   }
 
@@ -167,6 +190,8 @@ export class WorkerPool {
   #drop(worker: WorkerHandle): void {
     const at = this.sized.indexOf(worker)
     if (at >= 0) this.sized.splice(at, 1)
+    const host = this.hosts.indexOf(worker)
+    if (host >= 0) this.hosts.splice(host, 1)
     this.#idleSince.delete(worker)
   }
 

@@ -4,6 +4,14 @@
  * once, while the request travels; `get` waits for that request first.
  */
 
+import {
+  type ActorClass,
+  type ActorHandle,
+  type ActorOptions,
+  type AnyClass,
+  actorHandle,
+  type HandleIO,
+} from './actors.ts'
 import { CallBatcher } from './call-batcher.ts'
 import {
   BYTES_TYPE,
@@ -59,6 +67,70 @@ export class Client {
 
   get url(): string {
     return this.#transport.baseUrl
+  }
+
+  /**
+   * A deployed actor class: `.remote(...args)` makes an actor and gives its
+   * handle at once; `.options({ name, getIfExists, maxRestarts, ... })` first.
+   * @example
+   * const c = mp.actor<typeof Counter>('counter').remote(10)
+   * await mp.get(c.increment.remote(2)) // 12
+   */
+  actor<C extends AnyClass>(cls: string, options: ActorOptions = {}): ActorClass<C> {
+    if (typeof cls !== 'string' || cls === '') throw new TypeError('the class must be a non-empty string')
+    return {
+      name: cls,
+      remote: (...args: RemoteArgs<ConstructorParameters<C>>) =>
+        this.#makeActor<InstanceType<C>>(cls, args, options),
+      options: (more: ActorOptions) => this.actor<C>(cls, { ...options, ...more }),
+    }
+  }
+
+  /** The handle of a live actor, by name or id (ActorNotFoundError if there is none). */
+  async getActor<T = unknown>(nameOrId: string): Promise<ActorHandle<T>> {
+    const info = await this.#transport.json<{ id: string }>(
+      'GET',
+      `/v1/actors/${encodeURIComponent(nameOrId)}`,
+    )
+    return actorHandle<T>(info.id, Promise.resolve(info.id), this.#handleIO)
+  }
+
+  /** Kills an actor: its queued calls fail with ACTOR_DIED, its name is free again. */
+  async kill(handle: ActorHandle): Promise<void> {
+    const id = await handle.ready
+    ;(await this.#transport.send('DELETE', `/v1/actors/${encodeURIComponent(id)}`)).discard()
+  }
+
+  readonly #handleIO: HandleIO = {
+    newId: () => newObjectId(),
+    track: (id, accepted) => this.#track(id, accepted),
+    sendCalls: async (actorId, calls) => {
+      await this.#transport.json(
+        'POST',
+        '/v1/calls',
+        calls.map((c) => ({ actor: actorId, method: c.method, args: c.args, id: c.id })),
+      )
+    },
+  }
+
+  #makeActor<T>(cls: string, args: readonly unknown[], options: ActorOptions): ActorHandle<T> {
+    const id = newObjectId()
+    const { name, getIfExists, lifetime, ...callOptions } = options
+    const body = {
+      class: cls,
+      args,
+      ...(name === undefined ? {} : { name }),
+      options: { ...callOptions, ...(getIfExists ? { getIfExists } : {}), ...(lifetime ? { lifetime } : {}) },
+    }
+    const made = this.#transport
+      .send('POST', '/v1/actors', JSON.stringify(body), {
+        'content-type': 'application/json',
+        [ID_HEADER]: id,
+      })
+      .then(async (reply) => (JSON.parse(await reply.text()) as { id: string }).id)
+    this.#track(id, made)
+    made.catch(() => {})
+    return actorHandle<T>(id, made, this.#handleIO)
   }
 
   /** A handle on the deployed function `name`. */

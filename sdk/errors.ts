@@ -167,6 +167,15 @@ export class ObjectNotFoundError extends NotFoundError {
   static override readonly kind: string = 'ObjectNotFoundError'
   static override readonly defaultCode: ErrorCode = 'OBJECT_NOT_FOUND'
 }
+export class ActorNotFoundError extends NotFoundError {
+  static override readonly kind: string = 'ActorNotFoundError'
+  static override readonly defaultCode: ErrorCode = 'ACTOR_NOT_FOUND'
+}
+/** A named actor exists already (create it with getIfExists to get it instead). */
+export class NameTakenError extends MagpieError {
+  static override readonly kind: string = 'NameTakenError'
+  static override readonly defaultCode: ErrorCode = 'NAME_TAKEN'
+}
 export class PayloadTooLargeError extends MagpieError {
   static override readonly kind: string = 'PayloadTooLargeError'
   static override readonly defaultCode: ErrorCode = 'PAYLOAD_TOO_LARGE'
@@ -193,7 +202,8 @@ const CLASS_BY_CODE: Partial<Record<ErrorCode, typeof MagpieError>> = {
   NOT_FOUND: NotFoundError,
   FUNCTION_NOT_FOUND: FunctionNotFoundError,
   OBJECT_NOT_FOUND: ObjectNotFoundError,
-  ACTOR_NOT_FOUND: NotFoundError,
+  ACTOR_NOT_FOUND: ActorNotFoundError,
+  NAME_TAKEN: NameTakenError,
   PAYLOAD_TOO_LARGE: PayloadTooLargeError,
   OBJECT_STORE_FULL: ObjectStoreFullError,
 }

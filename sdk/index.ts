@@ -2,6 +2,8 @@
  * magpie's public surface: the client (`connect`), the in-function API
  * (`remote`, `get`, `put`, `wait`), object refs and the error classes.
  */
+export type { ActorClass, ActorHandle, ActorMethods, ActorOptions, AnyClass, RemoteMethod } from './actors.ts'
+export { isActorHandle } from './actors.ts'
 export type { ConnectOptions } from './client.ts'
 export { Client, connect } from './client.ts'
 export type { EncodedValue } from './codec.ts'

@@ -25,6 +25,12 @@ export interface CallOptions {
    * (retried by the usual rules) while the node lives on.
    */
   memoryMb?: number
+  /** Of an actor: how many of its async method calls may run at once (default 1: one at a time). */
+  maxConcurrency?: number
+  /** Of an actor: how many times it is made again after its thread or node died (default 0). */
+  maxRestarts?: number
+  /** Of an actor: how many times a method call in flight when it died runs again (default 0: ACTOR_DIED). */
+  maxTaskRetries?: number
   /** In a function's config only: variables its calls read with `env` from 'magpie'. */
   env?: Record<string, string>
   /** In a function's config only: the names of the secrets (`magpie secret set`) its calls may read with `env`. */
@@ -79,7 +85,6 @@ export interface RemoteFunction<F extends AnyFunction = AnyFunction> {
 /** The longest time limit a call may have: a day. */
 export const MAX_TIMEOUT_MS = 24 * 3600 * 1000
 
-/** Checks call options once, at the edge, with messages that name the field. */
 /** The smallest and largest heap a call may ask for, in MiB. */
 const MIN_MEMORY_MB = 16
 const MAX_MEMORY_MB = 1024 * 1024
@@ -88,7 +93,8 @@ const MAX_MEMORY_MB = 1024 * 1024
 export const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/
 
 /**
- * Checks a call's options, or (`config`) a function's config, which may
+ * Checks call options once, at the edge, with messages that name the
+ * field; or (`config`) a function's config, which may
  * also set `env` and `secrets`: a caller can never grant itself a secret.
  */
 export function checkCallOptions(value: unknown, where = 'options', config = false): CallOptions {
@@ -115,6 +121,10 @@ export function checkCallOptions(value: unknown, where = 'options', config = fal
   nonNegative('ttlS', false)
   nonNegative('concurrency', true)
   nonNegative('memoryMb', true)
+  nonNegative('maxConcurrency', true)
+  if (out.maxConcurrency === 0) throw new TypeError(`${where}.maxConcurrency must be a positive integer`)
+  nonNegative('maxRestarts', true)
+  nonNegative('maxTaskRetries', true)
   if (out.memoryMb !== undefined && (out.memoryMb < MIN_MEMORY_MB || out.memoryMb > MAX_MEMORY_MB))
     throw new TypeError(`${where}.memoryMb must be from ${MIN_MEMORY_MB} to ${MAX_MEMORY_MB} (MiB)`)
   if (out.concurrency === 0) throw new TypeError(`${where}.concurrency must be a positive integer`)
@@ -180,4 +190,5 @@ const KNOWN_OPTIONS = new Set([
   'secrets',
   'maxRestarts',
   'maxTaskRetries',
+  'maxConcurrency',
 ])

@@ -19,6 +19,7 @@ import type { CallOptions } from '../../sdk/types.ts'
 import { type InternalClient, isUnreachable } from '../client.ts'
 import { warn } from '../log.ts'
 import { INLINE_MAX, type Moved, ownerOf, type SettledReport } from '../protocol.ts'
+import { HeadActors } from './actors.ts'
 import { Directory, type DirectoryRecord, type Outcome } from './directory.ts'
 import { Dispatcher } from './dispatcher.ts'
 import { Journal } from './journal.ts'
@@ -80,7 +81,15 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     spillDir: options.spillDir,
     forgotten: (id) => dispatcher.forget(id),
   })
-  const dispatcher = new Dispatcher({ registry, directory, client })
+  const dispatcher = new Dispatcher({ registry, directory, client, actorNode: (id) => actors.nodeOf(id) })
+  const actors = new HeadActors({
+    registry,
+    directory,
+    client,
+    place: (spec) => {
+      dispatcher.submit({ ...spec, options: { ...config(spec.fn), ...spec.options } })
+    },
+  })
   const recovery = new Recovery({ registry, client, directory, dispatcher })
   const journal = options.state && new Journal(options.state)
   directory.keepIn(journal)
@@ -138,6 +147,26 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
   }
 
   return {
+    actors: {
+      create: async (spec, getIfExists) => actors.create(spec, getIfExists),
+      find: async (idOrName) => {
+        const id = actors.find(idOrName)
+        return id === undefined ? undefined : actors.info(id)
+      },
+      list: () => actors.list(),
+      call(spec) {
+        const actorId = spec.actor?.id as string
+        actors.check(actorId)
+        if (!directory.create(spec.id, spec.fn, { owned: true })) return false
+        if (actors.nodeOf(actorId) === undefined) {
+          directory.settle(spec.id, { error: { code: 'ACTOR_DIED', message: `actor ${actorId} is dead` } })
+          return true
+        }
+        dispatcher.submit({ ...spec, options: { ...config(spec.fn), ...spec.options } })
+        return true
+      },
+      kill: (id) => actors.kill(id),
+    },
     admit: (calls, bytes) => admission.admit(calls, bytes),
 
     submit(spec: TaskSpec) {
@@ -302,6 +331,8 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     },
     handBack: (ids) => dispatcher.handBack(ids),
     nodeDied: (node) => {
+      // Actors are made again elsewhere first, so that their calls run again after their constructor.
+      actors.nodeDied(node.id)
       dispatcher.nodeDied(node)
       recovery.lostWith(node.id)
     },

@@ -33,7 +33,12 @@ function jobOf(spec: TaskSpec, attempts: number): Placed {
   return {
     spec,
     attempts,
-    maxRetries: spec.options.maxRetries ?? DEFAULT_MAX_RETRIES,
+    // An actor's call runs again only as maxTaskRetries allows (its constructor, as the actor is made again).
+    maxRetries: spec.actor
+      ? spec.actor.method === null
+        ? 0
+        : (spec.options.maxTaskRetries ?? 0)
+      : (spec.options.maxRetries ?? DEFAULT_MAX_RETRIES),
     node: '',
     bytes: argumentBytes(spec.args),
   }
@@ -43,6 +48,8 @@ export interface DispatcherOptions {
   registry: NodeRegistry
   directory: Directory
   client: InternalClient
+  /** The node an actor lives on (its calls go there, and nowhere else); undefined if it is dead. */
+  actorNode?: (actorId: string) => string | undefined
 }
 
 export class Dispatcher {
@@ -53,10 +60,12 @@ export class Dispatcher {
   /** Finished calls whose results are held on nodes: their lineage, to make them again if that node dies. */
   readonly #lineage = new Map<string, Placed>()
   readonly #outboxes: Outboxes<OutgoingCall>
+  readonly #actorNode: (actorId: string) => string | undefined
 
   constructor(options: DispatcherOptions) {
     this.#registry = options.registry
     this.#directory = options.directory
+    this.#actorNode = options.actorNode ?? (() => undefined)
     const { client, registry } = options
     this.#outboxes = new Outboxes(
       (nodeId) =>
@@ -217,18 +226,27 @@ export class Dispatcher {
   }
 
   #retry(job: Placed, why: string): void {
+    const actor = job.spec.actor !== undefined
     if (job.attempts > job.maxRetries) {
-      this.#fail(job, 'WORKER_CRASHED', why)
+      this.#fail(job, actor ? 'ACTOR_DIED' : 'WORKER_CRASHED', why)
       return
     }
     job.attempts += 1
-    if (!this.#dispatch(job)) this.#fail(job, 'NO_CAPACITY', 'no live node is left to run it')
+    if (!this.#dispatch(job))
+      this.#fail(
+        job,
+        actor ? 'ACTOR_DIED' : 'NO_CAPACITY',
+        actor ? `${why}; its actor is dead` : 'no live node is left to run it',
+      )
   }
 
   #dispatch(job: Placed): boolean {
-    const node = place(capable(this.#registry.alive(), job.spec.options), (n) =>
-      this.#argumentBytesOn(job.spec, n),
-    )
+    const actor = job.spec.actor
+    const pinned = actor ? this.#registry.get(this.#actorNode(actor.id) ?? '') : undefined
+    if (actor && pinned?.state !== 'alive') return false
+    const node =
+      pinned ??
+      place(capable(this.#registry.alive(), job.spec.options), (n) => this.#argumentBytesOn(job.spec, n))
     if (!node) return false
     node.placedSinceBeat += 1
     job.node = node.id
@@ -239,6 +257,7 @@ export class Dispatcher {
       args: job.spec.args.map((arg) => this.#wireArg(arg, node)),
       options: job.spec.options,
       epoch: job.attempts,
+      ...(actor ? { actor } : {}),
     })
     return true
   }
@@ -263,7 +282,7 @@ export class Dispatcher {
     return bytes
   }
 
-  #fail(job: Placed, code: 'WORKER_CRASHED' | 'NO_CAPACITY', message: string): void {
+  #fail(job: Placed, code: 'WORKER_CRASHED' | 'NO_CAPACITY' | 'ACTOR_DIED', message: string): void {
     this.#unplace(job.spec.id)
     this.#directory.settle(job.spec.id, { error: { code, message, attempts: job.attempts } })
   }

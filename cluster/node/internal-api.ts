@@ -19,6 +19,7 @@ import {
   BadRequestError,
   ERROR_STATUS,
   MagpieError,
+  NotFoundError,
   ObjectNotFoundError,
   type SerializedError,
   serializeError,
@@ -111,6 +112,17 @@ export function internalApi(options: InternalApiOptions): Hono {
 
   app.use('/internal/*', requireClusterSecret(options.secret))
 
+  app.get(ROUTES.actor, (c) => {
+    const info = node.actors.info(c.req.param('id'))
+    if (!info) throw new NotFoundError(`no actor ${c.req.param('id')} here`)
+    return c.json(info)
+  })
+
+  app.delete(ROUTES.actor, (c) => {
+    node.killActor(c.req.param('id'))
+    return c.body(null, 204)
+  })
+
   app.post(ROUTES.tasks, async (c) => {
     const calls = await readBody(c.req, CallBatch, 'calls')
     const missing = await options.missingCode(calls.map((call) => call.fn))
@@ -122,6 +134,16 @@ export function internalApi(options: InternalApiOptions): Hono {
       if (why) {
         node.failUnknown(spec.id, spec.fn, why)
         accepted.push(call.id)
+      } else if (call.actor?.method === null) {
+        if (node.createActor({ ...spec, actor: call.actor })) accepted.push(call.id)
+      } else if (call.actor) {
+        try {
+          if (node.submit({ ...spec, actor: call.actor })) accepted.push(call.id)
+        } catch (err) {
+          // Its actor does not live here (any more): the call fails as the actor's would.
+          node.failUnknown(spec.id, spec.fn, { code: 'ACTOR_DIED', message: (err as Error).message })
+          accepted.push(call.id)
+        }
       } else if (node.submit(spec)) accepted.push(call.id)
       options.accepted(call.id, call.epoch)
     }

@@ -10,7 +10,9 @@ import { Worker } from 'node:worker_threads'
 /** How long the bundles of one check may take to import. */
 const LOAD_TIMEOUT_MS = 20_000
 
-export type Inspection = { kind: 'function' | 'actor'; config: unknown } | { error: string }
+export type Inspection =
+  | { kind: 'function' | 'actor'; config: unknown; methods: string[] }
+  | { error: string }
 
 const SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
@@ -25,6 +27,16 @@ const results = []
         continue
       }
       const kind = /^class[\\s{]/.test(Function.prototype.toString.call(fn)) ? 'actor' : 'function'
+      // An actor's methods: what its prototypes define, but its constructor and names starting with _.
+      const methods = new Set()
+      if (kind === 'actor') {
+        for (let proto = fn.prototype; proto && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+          for (const name of Object.getOwnPropertyNames(proto)) {
+            const d = Object.getOwnPropertyDescriptor(proto, name)
+            if (name !== 'constructor' && !name.startsWith('_') && d && typeof d.value === 'function') methods.add(name)
+          }
+        }
+      }
       const config = mod.config === undefined ? null : mod.config
       try {
         structuredClone(config)
@@ -32,7 +44,7 @@ const results = []
         results.push({ error: 'its config is not plain data (JSON-like values only)' })
         continue
       }
-      results.push({ kind, config })
+      results.push({ kind, config, methods: [...methods].sort() })
     } catch (err) {
       results.push({ error: (err && err.stack) ? String(err.stack) : String(err) })
     }

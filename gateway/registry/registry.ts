@@ -40,6 +40,8 @@ export interface FunctionRecord extends FunctionInfo {
   url: string
   /** Its calls' variables: config.env and the granted secrets' values (none: undefined). Never listed. */
   env: Readonly<Record<string, string>> | undefined
+  /** An actor class's methods (public: not its constructor, nor names starting with _). */
+  methods: string[]
 }
 
 /** Where deployed versions are kept (the head's state), by key: `name` (its versions) and `name@version` (code). */
@@ -296,7 +298,17 @@ export class FunctionRegistry {
     }
     const { name, version, deployedAt, url } = p
     const env = this.#envOf(config)
-    return { name, kind: answer.kind, version, config, deployedAt, url, ref: `${name}@${version}`, env }
+    return {
+      name,
+      kind: answer.kind,
+      version,
+      config,
+      deployedAt,
+      url,
+      ref: `${name}@${version}`,
+      env,
+      methods: answer.methods,
+    }
   }
 
   /** Makes `record` the latest version of its function, keeping the last few. */
@@ -329,7 +341,9 @@ export class FunctionRegistry {
 }
 
 /** The public view of a record (without where its bundle lives). */
-export function publicInfo(record: FunctionRecord): FunctionInfo {
+export function publicInfo(record: FunctionRecord): FunctionInfo & { methods?: string[] } {
   const { name, kind, version, config, deployedAt } = record
-  return { name, kind, version, config, deployedAt }
+  return kind === 'actor'
+    ? { name, kind, version, config, deployedAt, methods: record.methods }
+    : { name, kind, version, config, deployedAt }
 }

@@ -7,10 +7,11 @@ import { argumentBytes } from '../../node/admission.ts'
 import type { Backend } from '../../node/backend.ts'
 import { pendingResponse } from '../../node/http/responses.ts'
 import { ID_HEADER, newObjectId } from '../../sdk/codec.ts'
-import { FunctionNotFoundError, PayloadTooLargeError } from '../../sdk/errors.ts'
+import { ActorNotFoundError, FunctionNotFoundError, PayloadTooLargeError } from '../../sdk/errors.ts'
 import { checkBatch, checkId, parseJson, readCall, refsOf, requireObjects, waitParam } from '../http-input.ts'
 import { checkFunctionName, type FunctionRegistry, publicInfo } from '../registry/registry.ts'
 import { objectResponse } from '../respond.ts'
+import { checkMethod } from './actors.ts'
 
 /** The largest bundle a deploy takes, by default. */
 export const DEFAULT_MAX_BUNDLE = 16 * 1024 * 1024
@@ -87,6 +88,20 @@ export function functionRoutes(
   /** Many calls in one request: checked as a whole, then submitted in order. */
   app.post('/calls', async (c) => {
     const calls = checkBatch(parseJson(await c.req.text()), (fn) => functions.get(fn)?.ref)
+    // A method call runs on its actor's class: found once per actor of the batch, and its method checked.
+    const classes = new Map<string, string>()
+    for (const call of calls) {
+      if (!call.actor) continue
+      let cls = classes.get(call.actor.id)
+      if (cls === undefined) {
+        const info = await backend.actors.find(call.actor.id)
+        if (!info) throw new ActorNotFoundError(`no actor ${call.actor.id}`)
+        cls = info.class
+        classes.set(call.actor.id, cls)
+      }
+      checkMethod(functions, cls, call.actor.method)
+      call.fn = cls
+    }
     // A call may take the result of an earlier call of the same batch.
     const made = new Set(calls.map((call) => call.id))
     await requireObjects(
@@ -99,7 +114,9 @@ export function functionRoutes(
       fresh.reduce((bytes, call) => bytes + argumentBytes(call.args), 0),
     )
     const answers = calls.map((call) => {
-      backend.submit({ id: call.id, fn: call.fn, args: call.args, options: call.options })
+      const spec = { id: call.id, fn: call.fn, args: call.args, options: call.options }
+      if (call.actor) backend.actors.call({ ...spec, actor: call.actor })
+      else backend.submit(spec)
       return { id: call.id, status: backend.lookup(call.id)?.status ?? 'pending' }
     })
     await backend.durable?.()

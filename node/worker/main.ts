@@ -6,7 +6,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads'
 import { encodeValue } from '../../sdk/codec.ts'
-import { MagpieError, serializeError, TaskCancelledError } from '../../sdk/errors.ts'
+import { ActorDiedError, MagpieError, serializeError, TaskCancelledError } from '../../sdk/errors.ts'
 import { type FunctionRuntime, RUNTIME_KEY } from '../../sdk/runtime.ts'
 import type { AnyFunction } from '../../sdk/types.ts'
 import { waitForRoom } from '../room.ts'
@@ -177,12 +177,32 @@ function start(task: RunTask): void {
   context.run(running, () => call(running))
 }
 
+/** The actors this thread holds, by id. */
+const actors = new Map<string, Record<string, unknown>>()
+
+/** Runs an actor's constructor (keeping the instance) or one of its methods. */
+function callActor(task: RunTask, fn: AnyFunction, args: unknown[]): unknown {
+  const { id, method } = task.actor as { id: string; method: string | null }
+  if (method === null) {
+    actors.set(id, new (fn as unknown as new (...a: unknown[]) => Record<string, unknown>)(...args))
+    return null
+  }
+  const instance = actors.get(id)
+  if (!instance) throw new ActorDiedError(`actor ${id} is not on this thread (it died, or was killed)`)
+  const m = instance[method]
+  if (typeof m !== 'function' || method === 'constructor' || method.startsWith('_')) {
+    throw new MagpieError(`actor ${id} has no method ${method}`, { code: 'NOT_FOUND' })
+  }
+  return (m as AnyFunction).apply(instance, args)
+}
+
 function call(running: Running): void {
   const { task } = running
   let result: unknown
   try {
     const fn = modules.get(task.url) as AnyFunction
-    result = fn(...task.args.map((arg) => decodeArg(arg, refs)))
+    const args = task.args.map((arg) => decodeArg(arg, refs))
+    result = task.actor ? callActor(task, fn, args) : fn(...args)
   } catch (err) {
     finish(running, { error: serializeError(err) })
     return
@@ -269,6 +289,9 @@ function receive(batch: ToWorker[]): void {
       }
       case 'ping':
         send({ type: 'pong', req: message.req })
+        break
+      case 'drop-actor':
+        actors.delete(message.id)
         break
       case 'collect':
         refs.collect()

@@ -24,6 +24,8 @@ export interface RunTask {
   timed?: true
   /** The call's variables (its function's config.env and granted secrets), if it has any. */
   env?: Readonly<Record<string, string>>
+  /** A call of an actor: its constructor (method null), or a method of the instance this thread holds. */
+  actor?: { id: string; method: string | null }
 }
 
 export type Outcome = { value: EncodedValue } | { error: SerializedError }
@@ -38,6 +40,8 @@ export type ToWorker =
   /** The call was cancelled: abort its signal (its result, if it comes, is discarded). */
   | { type: 'cancel'; id: string }
   | { type: 'ping'; req: number }
+  /** An actor is dead: its instance is let go. */
+  | { type: 'drop-actor'; id: string }
   /** The store fills up or lets go of much shared memory: collect garbage, so that dead handles and views are let go. */
   | { type: 'collect' }
 

@@ -1,0 +1,138 @@
+/** Actors: made from a class, called in order, found by name, and killed. */
+import { describe, expect, it } from 'vitest'
+import { ActorDiedError, TaskError } from '../sdk/index.ts'
+import { useClient, usePlatform } from './helpers.ts'
+
+const ctx = usePlatform({ cpus: 2 })
+const mp = useClient(ctx)
+
+class Counter {
+  n: number
+  constructor(start = 0) {
+    this.n = start
+  }
+  increment(_by?: number): number {
+    return 0
+  }
+  crash(): number {
+    return 0
+  }
+  value(): number {
+    return 0
+  }
+}
+
+class Sleeper {
+  async nap(_ms: number): Promise<{ start: number; end: number }> {
+    return { start: 0, end: 0 }
+  }
+}
+
+const post = (path: string, body: unknown) =>
+  fetch(`${ctx.url}${path}`, { method: 'POST', body: JSON.stringify(body) })
+
+describe('actors', () => {
+  it('runs 1,000 increments from one client in the order they were made', async () => {
+    const c = mp.actor<typeof Counter>('counter').remote()
+    const refs = Array.from({ length: 1000 }, () => c.increment.remote())
+    expect(await mp.get(refs, { timeout: 60 })).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1))
+  }, 90_000)
+
+  it('makes one actor of ten concurrent getIfExists creates of one name', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        post('/v1/actors', {
+          class: 'counter',
+          args: [5],
+          name: 'shared-one',
+          options: { getIfExists: true },
+        }),
+      ),
+    )
+    const ids = await Promise.all(answers.map(async (a) => ((await a.json()) as { id: string }).id))
+    expect(new Set(ids).size).toBe(1)
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(1)
+    const taken = await post('/v1/actors', { class: 'counter', name: 'shared-one' })
+    expect(taken.status).toBe(409)
+    await fetch(`${ctx.url}/v1/objects/${ids[0]}?wait=10`)
+    const info = (await (await fetch(`${ctx.url}/v1/actors/shared-one`)).json()) as Record<string, unknown>
+    expect(info).toMatchObject({ id: ids[0], class: 'counter', name: 'shared-one', state: 'alive' })
+    const handle = await mp.getActor<Counter>('shared-one')
+    expect(await mp.get(handle.increment.remote(2))).toBe(7)
+  })
+
+  it('overlaps four naps of an async actor with maxConcurrency 4', async () => {
+    const s = mp.actor<typeof Sleeper>('sleeper').remote()
+    const naps = await mp.get(
+      [1, 2, 3, 4].map(() => s.nap.remote(400)),
+      { timeout: 30 },
+    )
+    const latestStart = Math.max(...naps.map((n) => n.start))
+    const earliestEnd = Math.min(...naps.map((n) => n.end))
+    expect(latestStart).toBeLessThan(earliestEnd)
+  })
+
+  it('answers the invoke route’s way, and says no clearly to bad input', async () => {
+    const made = await post('/v1/actors', { class: 'counter', args: [1] })
+    expect(made.status).toBe(201)
+    const { id } = (await made.json()) as { id: string }
+    const call = await post(`/v1/actors/${id}/increment?wait=10`, { args: [2] })
+    expect(await call.json()).toBe(3)
+    for (const method of ['nope', 'constructor', '_hidden', '%23private']) {
+      const res = await post(`/v1/actors/${id}/${method}`, [])
+      expect(res.status).toBe(404)
+      expect(await res.text()).toMatch(/no method/)
+    }
+    expect((await post('/v1/actors/no-such-actor-000000/increment', [])).status).toBe(404)
+    expect((await post('/v1/actors', { class: 'square' })).status).toBe(400)
+    expect((await post('/v1/actors', { class: 'no-such-class' })).status).toBe(404)
+    expect((await post('/v1/actors', { class: 'counter', options: { maxConcurrency: 0 } })).status).toBe(400)
+    const listed = (await (await fetch(`${ctx.url}/v1/actors`)).json()) as Array<{ id: string }>
+    expect(listed.map((a) => a.id)).toContain(id)
+  })
+
+  it('fails the create call of a class whose constructor throws, and the actor is dead', async () => {
+    const made = await post('/v1/actors', { class: 'broken' })
+    const { id } = (await made.json()) as { id: string }
+    const read = await fetch(`${ctx.url}/v1/objects/${id}?wait=10`)
+    expect(read.status).toBe(502)
+    expect(((await read.json()) as { error: { code: string } }).error.code).toBe('FUNCTION_ERROR')
+    const info = (await (await fetch(`${ctx.url}/v1/actors/${id}`)).json()) as { state: string }
+    expect(info.state).toBe('dead')
+  })
+
+  it('kills an actor: its calls fail with ACTOR_DIED, and its name is free again', async () => {
+    const c = mp.actor<typeof Counter>('counter').options({ name: 'to-kill' }).remote()
+    expect(await mp.get(c.increment.remote())).toBe(1)
+    await mp.kill(c)
+    await expect(mp.get(c.increment.remote(), { timeout: 10 })).rejects.toBeInstanceOf(ActorDiedError)
+    const again = mp.actor<typeof Counter>('counter').options({ name: 'to-kill' }).remote(10)
+    expect(await mp.get(again.value.remote())).toBe(10)
+  })
+
+  it('restarts an actor whose thread died, up to maxRestarts; a call in flight fails with ACTOR_DIED', async () => {
+    const c = mp.actor<typeof Counter>('counter').options({ maxRestarts: 1 }).remote(3)
+    expect(await mp.get(c.increment.remote())).toBe(4)
+    const crash = c.crash.remote()
+    await expect(mp.get(crash, { timeout: 20 })).rejects.toBeInstanceOf(ActorDiedError)
+    // Made again from its constructor arguments: its state starts over.
+    expect(await mp.get(c.increment.remote(), { timeout: 20 })).toBe(4)
+    const info = (await (await fetch(`${ctx.url}/v1/actors/${c.id}`)).json()) as {
+      restarts: number
+      state: string
+    }
+    expect(info).toMatchObject({ restarts: 1, state: 'alive' })
+    const again = c.crash.remote()
+    await expect(mp.get(again, { timeout: 20 })).rejects.toBeInstanceOf(ActorDiedError)
+    await expect(mp.get(c.increment.remote(), { timeout: 20 })).rejects.toBeInstanceOf(ActorDiedError)
+  }, 60_000)
+
+  it('fails a method that throws with FUNCTION_ERROR, and the actor lives on', async () => {
+    const c = mp.actor<typeof Counter>('counter').remote()
+    const failing = (c as unknown as { fail: { remote(m: string): never } }).fail.remote('nope')
+    const err = await mp.get(failing, { timeout: 10 }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(TaskError)
+    expect((err as TaskError).remote.message).toBe('nope')
+    expect(await mp.get(c.increment.remote())).toBe(1)
+  })
+})
