@@ -11,6 +11,7 @@ import { toShared } from '../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../sdk/codec.ts'
 import { ERROR_STATUS, errorFromBody, MagpieError } from '../sdk/errors.ts'
 import {
+  type ActorMade,
   ActorState,
   type Call,
   FunctionCode,
@@ -124,6 +125,16 @@ export class InternalClient {
       if (err instanceof MagpieError && ERROR_STATUS[err.code] === 404) return undefined
       throw err
     }
+  }
+
+  /** Asks the head to run a method call of an actor that lives on another node. */
+  async callActor(head: string, call: OutgoingCall): Promise<void> {
+    await this.#send('POST', this.#url(head, ROUTES.actorCalls), call)
+  }
+
+  /** Tells the head of an actor made on a node inside a function. */
+  async actorMade(head: string, body: ActorMade): Promise<void> {
+    await this.#send('POST', this.#url(head, ROUTES.actors), body)
   }
 
   /** Kills an actor on the node it lives on. */

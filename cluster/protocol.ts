@@ -53,6 +53,10 @@ export const ROUTES = {
   functionCode: '/internal/functions/:id',
   /** node: an actor living here (its ActorInfo); DELETE kills it. */
   actor: '/internal/actors/:id',
+  /** head: a node made an actor inside a function (ActorMade), for others to find it. */
+  actors: '/internal/actors',
+  /** head: a method call from inside a function, of an actor on another node (Call, with actor). */
+  actorCalls: '/internal/actor-calls',
 } as const
 
 /** Node ids: `n` and six letters or digits; the ids of objects a node makes start with it and `_`. */
@@ -234,6 +238,16 @@ export const HeartbeatAnswer = z.object({
 export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswer>
 
 export const Leave = z.object({ ids: z.array(objectId) })
+
+/** An actor a node made inside a function, as it tells the head. */
+export const ActorMade = z.object({
+  id: objectId,
+  class: z.string(),
+  name: z.string().optional(),
+  node: nodeId,
+  options: callOptions,
+})
+export type ActorMade = z.infer<typeof ActorMade>
 
 /** An actor as the node it lives on tells of it. */
 export const ActorState = z.object({

@@ -86,6 +86,7 @@ export interface ActorsOptions {
 export class Actors {
   readonly #actors = new Map<string, Actor>()
   readonly #names = new Map<string, string>()
+  readonly #aliases = new Map<string, string>()
   readonly #o: ActorsOptions
   readonly #now: () => number
   /** Actors that may have a call to run, in the order they are looked at. */
@@ -123,10 +124,15 @@ export class Actors {
     return true
   }
 
-  /** An actor by id, or by name. */
+  /** An actor by id, or by name, or by an id that stands for it (see alias). */
   find(idOrName: string): string | undefined {
     if (this.#actors.has(idOrName)) return idOrName
-    return this.#names.get(idOrName)
+    return this.#names.get(idOrName) ?? this.#aliases.get(idOrName)
+  }
+
+  /** Calls to `id` go to actor `to` (a function asked for a named actor with getIfExists, under an id of its own). */
+  alias(id: string, to: string): void {
+    this.#aliases.set(id, to)
   }
 
   info(id: string): ActorInfo | undefined {

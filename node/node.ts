@@ -64,6 +64,14 @@ export interface NodeOptions {
   locate?: (id: string) => string | undefined
   /** Cancels a call of this node's that runs on another node (it was stolen). */
   cancelElsewhere?: (id: string, options: CancelRequest) => void
+  /**
+   * Sends a method call of an actor that does not live here to where it
+   * does (through the head); its object here settles with the result. Without
+   * it, such a call fails with ACTOR_NOT_FOUND.
+   */
+  actorElsewhere?: (spec: TaskSpec) => void
+  /** Told of an actor made here by a function, so that others can find it. */
+  actorMade?: (spec: ActorSpec) => void
 }
 
 export type { FunctionCatalog, TaskSpec } from './task.ts'
@@ -119,6 +127,8 @@ export class LocalNode {
   /** The actors living on this node. */
   readonly actors: Actors
   readonly #cancelElsewhere: NodeOptions['cancelElsewhere']
+  readonly #actorElsewhere: NodeOptions['actorElsewhere']
+  readonly #actorMade: NodeOptions['actorMade']
 
   constructor(options: NodeOptions) {
     const cpus = options.cpus ?? availableParallelism()
@@ -141,6 +151,8 @@ export class LocalNode {
       throw new TypeError('options.maxCallTimeMs must be a positive number')
     this.#maxCallTimeMs = maxCall
     this.#cancelElsewhere = options.cancelElsewhere
+    this.#actorElsewhere = options.actorElsewhere
+    this.#actorMade = options.actorMade
     this.#room = new RoomSignal(cpus)
     this.#admission = new Admission(options.admission ?? {}, () => ({
       calls: this.store.unfinished,
@@ -193,6 +205,8 @@ export class LocalNode {
       dispatcher: () => this.#dispatcher,
       submit: (spec, from, parent) => this.submit(spec, from, parent),
       cancel: (id, how) => this.cancel(id, how),
+      actors: () => this.actors,
+      createActor: (spec, from) => this.createActor(spec, from),
     })
     this.#pool = new WorkerPool({
       cpus,
@@ -262,6 +276,17 @@ export class LocalNode {
    */
   submit(spec: TaskSpec, from?: WorkerHandle, parent?: string | null): boolean {
     // A method call runs on its actor's class, at the version the actor was made with.
+    if (spec.actor && spec.actor.method !== null) {
+      const id = this.actors.find(spec.actor.id)
+      if (id === undefined && from && this.#actorElsewhere) {
+        // An actor of another node: its result comes back to this object.
+        if (!this.store.create(spec.id, spec.fn, { ttlMs: this.#ttlMs, visible: false })) return false
+        this.#pool.hold(from, spec.id)
+        this.#actorElsewhere(spec)
+        return true
+      }
+      if (id !== undefined && id !== spec.actor.id) spec = { ...spec, actor: { ...spec.actor, id } }
+    }
     const target = spec.actor && spec.actor.method !== null ? this.#actorClass(spec.actor.id) : undefined
     // Nested calls go near their thread's deque; a sized thread has none.
     const task = this.#task(
@@ -295,6 +320,7 @@ export class LocalNode {
     // Its class's config (maxConcurrency, maxRestarts...) under the options it was made with.
     const options = { ...this.#functions.get(spec.fn)?.config, ...spec.options }
     if (!this.actors.create({ ...spec, id: actorId, options })) return false
+    if (from) this.#actorMade?.({ ...spec, options })
     return this.submit({ ...call, actor: { id: actorId, method: null } }, from)
   }
 

@@ -4,6 +4,8 @@
  * CPU share back meanwhile), and the calls they finished.
  */
 import type { EncodedValue } from '../sdk/codec.ts'
+import { ActorNotFoundError, serializeError } from '../sdk/errors.ts'
+import type { ActorSpec } from './actors.ts'
 import type { Dispatcher } from './dispatcher.ts'
 import type { MemoryPressure } from './memory-pressure.ts'
 import type { NodeCounters } from './node-counters.ts'
@@ -27,6 +29,9 @@ export interface WorkerRequestsOptions {
   submit(spec: TaskSpec, from: WorkerHandle, parent: string | null): boolean
   /** Cancels a call, as a function asked. */
   cancel(id: string, options: { force: boolean; recursive: boolean }): void
+  /** The node's actors, and how a function makes one. */
+  actors(): { find(idOrName: string): string | undefined; alias(id: string, to: string): void }
+  createActor(spec: ActorSpec, from: WorkerHandle): boolean
 }
 
 export class WorkerRequests {
@@ -74,15 +79,18 @@ export class WorkerRequests {
         case 'cancel':
           this.#o.cancel(message.id, message)
           break
+        case 'actor':
+          this.#actor(worker, message)
+          break
       }
     }
     this.#o.dispatcher().soon()
   }
 
   #submit(worker: WorkerHandle, message: Extract<FromWorker, { type: 'submit' }>): void {
-    const { id, fn, args, options, parent } = message
+    const { id, fn, args, options, parent, actor } = message
     try {
-      this.#o.submit({ id, fn, args, options }, worker, parent)
+      this.#o.submit(actor ? { id, fn, args, options, actor } : { id, fn, args, options }, worker, parent)
     } catch (err) {
       // The function vanished between the call and now: its result says so.
       this.#o.store.create(id, fn)
@@ -97,6 +105,31 @@ export class WorkerRequests {
     this.#o.pool().hold(worker, id)
     this.#o.store.settle(id, { value })
     this.#o.pressure.filled()
+  }
+
+  /** A function makes an actor on this node (or finds one by name): its id, or why not. */
+  #actor(worker: WorkerHandle, message: Extract<FromWorker, { type: 'actor' }>): void {
+    let outcome: Outcome
+    try {
+      const found = message.name === undefined ? undefined : this.#o.actors().find(message.name)
+      if (message.find) {
+        if (found === undefined) throw new ActorNotFoundError(`no actor named ${message.name}`)
+        outcome = { value: { kind: 'json', text: JSON.stringify(found) } }
+      } else if (found !== undefined && message.getIfExists) {
+        this.#o.actors().alias(message.id, found)
+        outcome = { value: { kind: 'json', text: JSON.stringify(found) } }
+      } else {
+        const spec = { id: message.id, fn: message.fn, args: message.args, options: message.options }
+        this.#o.createActor(
+          { ...spec, ...(message.name === undefined ? {} : { name: message.name }) },
+          worker,
+        )
+        outcome = { value: { kind: 'json', text: JSON.stringify(message.id) } }
+      }
+    } catch (err) {
+      outcome = { error: serializeError(err) }
+    }
+    worker.send({ type: 'values', req: message.req, results: [outcome] })
   }
 
   #get(worker: WorkerHandle, message: Extract<FromWorker, { type: 'get' }>): void {

@@ -28,7 +28,7 @@ export {
   WorkerCrashedError,
 } from './errors.ts'
 export type { FunctionRuntime } from './runtime.ts'
-export { cancel, env, get, put, remote, signal, wait } from './runtime.ts'
+export { actor, cancel, env, get, getActor, put, remote, signal, wait } from './runtime.ts'
 export type {
   AnyFunction,
   CallOptions,

@@ -5,6 +5,7 @@
  * functions say so instead of guessing a gateway.
  */
 
+import type { ActorClass, ActorHandle, ActorOptions, AnyClass } from './actors.ts'
 import type { ObjectRef } from './codec.ts'
 import { MagpieError } from './errors.ts'
 import type {
@@ -27,6 +28,8 @@ export interface FunctionRuntime {
   signal(): AbortSignal
   /** The variables of the call running now: its function's `config.env` and granted secrets. */
   env(): Readonly<Record<string, string>>
+  actor(cls: string, options?: ActorOptions): ActorClass<AnyClass>
+  getActor(nameOrId: string): Promise<ActorHandle>
 }
 
 export const RUNTIME_KEY = Symbol.for('magpie.runtime')
@@ -115,3 +118,18 @@ export const env: Readonly<Record<string, string | undefined>> = new Proxy(
     deleteProperty: () => false,
   },
 )
+
+/**
+ * Inside a function: a deployed actor class, to make actors of on this
+ * node (`.remote(...args)` gives the handle at once).
+ * @example
+ * const c = actor<typeof Counter>('counter').remote(0); await get(c.increment.remote())
+ */
+export function actor<C extends AnyClass>(cls: string, options?: ActorOptions): ActorClass<C> {
+  return runtime().actor(cls, options) as ActorClass<C>
+}
+
+/** Inside a function: the handle of a live actor, by name or id. */
+export function getActor<T = unknown>(nameOrId: string): Promise<ActorHandle<T>> {
+  return runtime().getActor(nameOrId) as Promise<ActorHandle<T>>
+}

@@ -127,6 +127,20 @@ describe('actors', () => {
     await expect(mp.get(c.increment.remote(), { timeout: 20 })).rejects.toBeInstanceOf(ActorDiedError)
   }, 60_000)
 
+  it('gives a handle passed to 100 tasks, each of which increments it, a count of 100', async () => {
+    const c = mp.actor<typeof Counter>('counter').remote()
+    const bumps = Array.from({ length: 100 }, () => mp.remote('bump').remote(c))
+    const seen = (await mp.get(bumps, { timeout: 60 })) as number[]
+    expect([...seen].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1))
+    expect(await mp.get(c.value.remote())).toBe(100)
+  }, 90_000)
+
+  it('makes and finds actors inside functions, with actor and getActor from magpie', async () => {
+    expect(await mp.get(mp.remote('count-inside').remote(3, 'made-inside'), { timeout: 30 })).toEqual([
+      1, 2, 3, 3,
+    ])
+  })
+
   it('fails a method that throws with FUNCTION_ERROR, and the actor lives on', async () => {
     const c = mp.actor<typeof Counter>('counter').remote()
     const failing = (c as unknown as { fail: { remote(m: string): never } }).fail.remote('nope')

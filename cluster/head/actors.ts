@@ -60,6 +60,19 @@ export class HeadActors {
     return { id: spec.id, created: true }
   }
 
+  /** An actor a node made inside a function: known here, so that other nodes' calls reach it. */
+  adopt(spec: ActorSpec, node: string): void {
+    if (this.#actors.has(spec.id)) return
+    const name = spec.name !== undefined && !this.#names.has(spec.name) ? spec.name : undefined
+    this.#actors.set(spec.id, { spec: { ...spec, name }, node, restarts: 0, dead: false })
+    if (name !== undefined) this.#names.set(name, spec.id)
+  }
+
+  /** The class (name@version) of a known actor. */
+  classOf(id: string): string | undefined {
+    return this.#actors.get(id)?.spec.fn
+  }
+
   find(idOrName: string): string | undefined {
     return this.#actors.has(idOrName) ? idOrName : this.#names.get(idOrName)
   }

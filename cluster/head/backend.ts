@@ -7,6 +7,7 @@
  * held by nodes from before the head restarted) are looked up on the nodes.
  */
 import { LRUCache } from 'lru-cache'
+import type { ActorSpec } from '../../node/actors.ts'
 import { Admission, type AdmissionLimits } from '../../node/admission.ts'
 import type { Backend, NodeInfo } from '../../node/backend.ts'
 import { errorResponse, pendingResponse, streamResponse } from '../../node/http/responses.ts'
@@ -55,6 +56,8 @@ export interface ClusterBackend extends Backend {
   record(id: string): DirectoryRecord | undefined
   /** The address of a node, if it is known. */
   addressOf(nodeId: string | undefined): string | undefined
+  /** An actor a node made inside a function. */
+  adoptActor(spec: ActorSpec, node: string): void
   /** A node joined (or joined again). */
   joined(node: ClusterNode): void
   /**
@@ -157,6 +160,8 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       call(spec) {
         const actorId = spec.actor?.id as string
         actors.check(actorId)
+        // From a node (a function's call of an actor elsewhere), it comes without its class.
+        if (spec.fn === '') spec = { ...spec, fn: actors.classOf(actorId) as string }
         if (!directory.create(spec.id, spec.fn, { owned: true })) return false
         if (actors.nodeOf(actorId) === undefined) {
           directory.settle(spec.id, { error: { code: 'ACTOR_DIED', message: `actor ${actorId} is dead` } })
@@ -349,6 +354,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       }
     },
     joined: (node) => recovery.joined(node),
+    adoptActor: (spec, node) => actors.adopt(spec, node),
     restore(kept, waitMs) {
       // What is read back is kept already: not written again.
       directory.keepIn(undefined)

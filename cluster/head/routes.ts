@@ -6,11 +6,14 @@
 import { Hono } from 'hono'
 import { errorResponse } from '../../node/http/responses.ts'
 import { JSON_TYPE } from '../../sdk/codec.ts'
-import { NotFoundError, ObjectNotFoundError } from '../../sdk/errors.ts'
+import { BadRequestError, NotFoundError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import type { InternalClient } from '../client.ts'
 import {
+  ActorMade,
+  Call,
   type FunctionCode,
   type FunctionEntry,
+  fromWireArg,
   Heartbeat,
   Leave,
   Moved,
@@ -85,6 +88,35 @@ export function headRoutes({ registry, backend, client, secret, functions }: Hea
     const found = await functions.code(ref)
     if (!found) throw new NotFoundError(`no function version ${ref}`)
     return c.json(found)
+  })
+
+  app.post(ROUTES.actors, async (c) => {
+    const body = await readBody(c.req, ActorMade, 'actor made')
+    backend.adoptActor(
+      {
+        id: body.id,
+        fn: body.class,
+        args: [],
+        options: body.options,
+        ...(body.name ? { name: body.name } : {}),
+      },
+      body.node,
+    )
+    return c.body(null, 204)
+  })
+
+  app.post(ROUTES.actorCalls, async (c) => {
+    const call = await readBody(c.req, Call, 'actor call')
+    if (!call.actor || call.actor.method === null)
+      throw new BadRequestError('an actor call names its actor and method')
+    backend.actors.call({
+      id: call.id,
+      fn: '',
+      args: call.args.map(fromWireArg),
+      options: call.options,
+      actor: call.actor,
+    })
+    return c.body(null, 204)
   })
 
   app.post(ROUTES.moved, async (c) => {

@@ -99,6 +99,35 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       delegations.settled(id)
       if (at) sendCancel(at, id, how)
     },
+    actorElsewhere: (spec) => {
+      // Its class is the head's to find (the function that calls it does not know it).
+      const call = {
+        id: spec.id,
+        fn: 'actor-method',
+        args: spec.args.map(toWireArg),
+        options: spec.options,
+        epoch: 0,
+        actor: spec.actor,
+      }
+      client.callActor(head, call).then(
+        () => copyFrom(spec.id, head),
+        (err: unknown) => node.store.settle(spec.id, { error: serializeError(err, 'ACTOR_NOT_FOUND') }),
+      )
+    },
+    actorMade: (spec) => {
+      const body = {
+        id: spec.id,
+        class: spec.fn,
+        node: membership.id,
+        options: spec.options,
+        ...(spec.name ? { name: spec.name } : {}),
+      }
+      client
+        .actorMade(head, body)
+        .catch((err: unknown) =>
+          warn('the head did not hear of an actor made here', { actor: spec.id, cause: err }),
+        )
+    },
     locate: (id) => {
       const at = moved.get(id)
       if (at) return at

@@ -2,6 +2,8 @@
  * The in-function API of a worker thread: `remote`, `get`, `put` and `wait`
  * from 'magpie', turned into messages to the node's scheduler.
  */
+
+import type { ActorClass, ActorHandle, ActorOptions, AnyClass } from '../../sdk/actors.ts'
 import {
   type EncodedValue,
   encodeValue,
@@ -47,8 +49,30 @@ export interface RuntimeIO {
 }
 
 /** A value as a function sees it; the refs in it are counted as held by this thread. */
+/** Turns `{"$actor": id}` markers into handles (set by the runtime, which makes them). */
+let reviveActor: ((id: string) => unknown) | undefined
+
+/** The actor id a node's answer holds, or the error it carries. */
+function actorIdOf(reply: ToWorker): string {
+  const outcome = reply.type === 'values' ? reply.results[0] : undefined
+  if (!outcome) throw new MagpieError('no answer from the node')
+  if ('error' in outcome) throw deserializeError(outcome.error)
+  return JSON.parse((outcome.value as { text: string }).text) as string
+}
+
 export function decodeArg(value: EncodedValue, refs: RefTracker): unknown {
-  return value.kind === 'json' ? parseWithRefs(value.text, (ref) => refs.decoded(ref)) : asBuffer(value.bytes)
+  if (value.kind !== 'json') return asBuffer(value.bytes)
+  const decoded = parseWithRefs(value.text, (ref) => refs.decoded(ref))
+  return reviveActor && value.text.includes('"$actor"') ? withActors(decoded, reviveActor) : decoded
+}
+
+function withActors(value: unknown, revive: (id: string) => unknown): unknown {
+  if (typeof value !== 'object' || value === null || value instanceof ObjectRef) return value
+  if (Array.isArray(value)) return value.map((v) => withActors(v, revive))
+  const keys = Object.keys(value)
+  const id = (value as { $actor?: unknown }).$actor
+  if (keys.length === 1 && typeof id === 'string') return revive(id)
+  return Object.fromEntries(keys.map((k) => [k, withActors((value as Record<string, unknown>)[k], revive)]))
 }
 
 export function encodeArg(arg: unknown): TaskArg {
@@ -97,7 +121,73 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
     options: (more: CallOptions) => makeRemote(name, { ...options, ...checkCallOptions(more) }),
   })
 
+  /** A handle on an actor, inside a function: its method calls go to the node, in order. */
+  const actorHandleOf = (actorId: string, ready: Promise<string> = Promise.resolve(actorId)): ActorHandle => {
+    const target = { id: actorId, ready, toJSON: () => ({ $actor: actorId }) }
+    return new Proxy(target, {
+      get(t, key) {
+        if (key in t || typeof key === 'symbol') return (t as Record<string | symbol, unknown>)[key]
+        if (key === 'then') return undefined
+        return {
+          remote: (...args: unknown[]) => {
+            io.room()
+            const id = newObjectId(io.idPrefix)
+            io.send({
+              type: 'submit',
+              id,
+              fn: '',
+              args: args.map(encodeArg),
+              options: {},
+              parent: io.currentTask(),
+              actor: { id: actorId, method: key },
+            })
+            return made(id)
+          },
+        }
+      },
+    }) as unknown as ActorHandle
+  }
+  reviveActor = (id) => actorHandleOf(id)
+
+  const makeActor = (cls: string, options: ActorOptions): ActorClass<AnyClass> => ({
+    name: cls,
+    remote: (...args: unknown[]) => {
+      const { name, getIfExists, lifetime: _lifetime, ...callOptions } = options
+      const id = newObjectId(io.idPrefix)
+      // Asked before any call of it is sent: the node makes it (or, named with getIfExists, finds it) first.
+      const ready = io
+        .request((req) => ({
+          type: 'actor',
+          req,
+          id,
+          fn: cls,
+          args: args.map(encodeArg),
+          options: checkCallOptions(callOptions),
+          ...(name === undefined ? {} : { name }),
+          ...(getIfExists ? { getIfExists } : {}),
+        }))
+        .then(actorIdOf)
+      ready.catch(() => {})
+      return actorHandleOf(id, ready)
+    },
+    options: (more: ActorOptions) => makeActor(cls, { ...options, ...more }),
+  })
+
   return {
+    actor: (cls: string, options: ActorOptions = {}) => makeActor(cls, options),
+    async getActor(nameOrId: string) {
+      const reply = await io.request((req) => ({
+        type: 'actor',
+        req,
+        id: '',
+        fn: '',
+        args: [],
+        options: {},
+        name: nameOrId,
+        find: true,
+      }))
+      return actorHandleOf(actorIdOf(reply))
+    },
     remote: (name, options) => makeRemote(name, checkCallOptions(options)),
 
     async get(refOrRefs: unknown, options: GetOptions = {}) {

@@ -46,7 +46,28 @@ export type ToWorker =
   | { type: 'collect' }
 
 export type FromWorker =
-  | { type: 'submit'; id: string; fn: string; args: TaskArg[]; options: CallOptions; parent: string | null }
+  | {
+      type: 'submit'
+      id: string
+      fn: string
+      args: TaskArg[]
+      options: CallOptions
+      parent: string | null
+      /** A method call of an actor (fn is then found from the actor). */
+      actor?: { id: string; method: string }
+    }
+  /** A function makes an actor, or finds one by name (`find`); the reply (`values`) holds its id, or why not. */
+  | {
+      type: 'actor'
+      req: number
+      id: string
+      fn: string
+      args: TaskArg[]
+      options: CallOptions
+      name?: string
+      getIfExists?: boolean
+      find?: boolean
+    }
   | { type: 'put'; id: string; value: EncodedValue }
   /** `ms`: how long the call took here, from start to result. */
   | { type: 'done'; id: string; outcome: Outcome; ms: number }
