@@ -20,6 +20,9 @@ import { ActorDiedError, NameTakenError, serializeError } from '../sdk/errors.ts
 import type { Task, TaskSpec } from './task.ts'
 import type { WorkerHandle } from './worker/worker-handle.ts'
 
+/** Calls of an actor sent to its thread beyond those it runs at once, so that it never waits for the next. */
+const PIPELINE = 256
+
 export type ActorState = 'pending' | 'alive' | 'restarting' | 'dead'
 
 /** How an actor is made: its class (`name@version`), constructor arguments and options. */
@@ -208,7 +211,8 @@ export class Actors {
           break
         }
         const next = a.ready.get(a.runSeq)
-        if (!next || a.state !== 'alive' || a.running >= a.maxConcurrency) break
+        // Calls go to the actor's thread ahead of their turn (it runs them in order, maxConcurrency at a time).
+        if (!next || a.state !== 'alive' || a.running >= a.maxConcurrency + PIPELINE) break
         a.ready.delete(a.runSeq)
         a.runSeq += 1
         this.#start(a, next)

@@ -232,7 +232,8 @@ export class LocalNode {
     })
     this.actors = new Actors({
       host: () => this.#pool.actorHost(),
-      room: () => this.#pool.totalLoad() < cpus - 1e-9,
+      // Running actor calls hold no CPU slot (as in Ray): they never wait for tasks.
+      room: () => true,
       run: (worker, task) => this.#tasks.run(worker, task),
       fail: (task, error) => this.#tasks.settle(task, { error }),
       construct: (spec, attempt) => this.#reconstruct(spec, attempt),

@@ -152,7 +152,7 @@ export class TaskRunner {
         weight: task.actor ? 0 : task.weight,
         ...(task.options.timeoutMs ? { timed: true as const } : {}),
         ...(task.env ? { env: task.env } : {}),
-        ...(task.actor ? { actor: task.actor } : {}),
+        ...(task.actor ? { actor: { ...task.actor, concurrency: task.options.maxConcurrency ?? 1 } } : {}),
       },
     })
   }

@@ -70,8 +70,8 @@ export function makeTask(spec: TaskSpec, fn: CatalogEntry, origin?: number): Tas
     options,
     url: fn.url,
     env: fn.env,
-    // An actor's call takes its share of a CPU slot: all of one, or 1/maxConcurrency.
-    weight: 1 / ((spec.actor ? options.maxConcurrency : options.concurrency) ?? 1),
+    // An actor's call holds no CPU slot while it runs (as in Ray): its actor's thread runs its calls in turn.
+    weight: spec.actor ? 0 : 1 / (options.concurrency ?? 1),
     attempts: 0,
     // An actor's method runs again after its thread died only as maxTaskRetries allows; its constructor, by maxRestarts.
     maxRetries: spec.actor

@@ -144,11 +144,29 @@ function pump(): void {
   }
 }
 
+/**
+ * An actor's calls come in their order, maybe many at once: each actor runs
+ * up to its concurrency of them at a time, the rest wait here, in order.
+ */
+const actorRunning = new Map<string, number>()
+const actorWaiting = new Map<string, RunTask[]>()
+
 function start(task: RunTask): void {
   if (cancelledBeforeStart.delete(task.id)) {
     const error = serializeError(new TaskCancelledError(`call ${task.id} was cancelled before it started`))
     send({ type: 'done', id: task.id, outcome: { error }, ms: 0 })
     return
+  }
+  const actor = task.actor
+  if (actor && actor.method !== null) {
+    const busy = actorRunning.get(actor.id) ?? 0
+    if (busy >= (actor.concurrency ?? 1)) {
+      const waiting = actorWaiting.get(actor.id)
+      if (waiting) waiting.push(task)
+      else actorWaiting.set(actor.id, [task])
+      return
+    }
+    actorRunning.set(actor.id, busy + 1)
   }
   refs.busy()
   active += task.weight
@@ -243,6 +261,16 @@ function release(running: Running): void {
   running.done = true
   started.delete(running.task.id)
   if (running.waiting === 0) active -= running.task.weight
+  const actor = running.task.actor
+  if (actor && actor.method !== null) {
+    actorRunning.set(actor.id, (actorRunning.get(actor.id) ?? 1) - 1)
+    const next = actorWaiting.get(actor.id)?.shift()
+    if (next) queueMicrotask(() => start(next))
+    else if (actorRunning.get(actor.id) === 0) {
+      actorRunning.delete(actor.id)
+      actorWaiting.delete(actor.id)
+    }
+  }
 }
 
 /** Imports bundles ahead of their first call, so that no call waits for a cold import. */
@@ -290,9 +318,16 @@ function receive(batch: ToWorker[]): void {
       case 'ping':
         send({ type: 'pong', req: message.req })
         break
-      case 'drop-actor':
+      case 'drop-actor': {
         actors.delete(message.id)
+        // Its calls that wait here never run: they fail as its calls do.
+        const error = serializeError(new ActorDiedError(`actor ${message.id} is dead`))
+        for (const task of actorWaiting.get(message.id) ?? []) {
+          send({ type: 'done', id: task.id, outcome: { error }, ms: 0 })
+        }
+        actorWaiting.delete(message.id)
         break
+      }
       case 'collect':
         refs.collect()
         break

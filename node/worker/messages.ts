@@ -25,7 +25,7 @@ export interface RunTask {
   /** The call's variables (its function's config.env and granted secrets), if it has any. */
   env?: Readonly<Record<string, string>>
   /** A call of an actor: its constructor (method null), or a method of the instance this thread holds. */
-  actor?: { id: string; method: string | null }
+  actor?: { id: string; method: string | null; concurrency?: number }
 }
 
 export type Outcome = { value: EncodedValue } | { error: SerializedError }
