@@ -16,6 +16,8 @@
  * checkpoint if its class keeps one), and its calls in flight run again
  * (`maxTaskRetries`) or fail with ACTOR_DIED.
  */
+
+import type { EncodedValue } from '../sdk/codec.ts'
 import { ActorDiedError, NameTakenError, serializeError } from '../sdk/errors.ts'
 import type { Task, TaskSpec } from './task.ts'
 import type { WorkerHandle } from './worker/worker-handle.ts'
@@ -66,6 +68,8 @@ interface Actor {
   calls: Map<string, Task>
   running: number
   lastCallAt: number
+  /** Its last checkpoint, restored when it is made again. */
+  checkpoint?: EncodedValue | undefined
   error?: ReturnType<typeof serializeError> | undefined
 }
 
@@ -270,6 +274,26 @@ export class Actors {
     if (!a || a.state === 'dead') return false
     this.#die(a, new ActorDiedError(why))
     return true
+  }
+
+  /** An actor's state from its checkpoint(): restored when it is made again. */
+  checkpointed(id: string, state: EncodedValue): void {
+    const a = this.#actors.get(id)
+    if (a && a.state !== 'dead') a.checkpoint = state
+  }
+
+  checkpointOf(id: string): EncodedValue | undefined {
+    return this.#actors.get(id)?.checkpoint
+  }
+
+  /** Kills the actors idle past their TTL (`ttlS`, default an hour since their last call), but the detached. */
+  expire(defaultTtlMs: number): void {
+    const now = this.#now()
+    for (const [id, a] of this.#actors) {
+      if (a.state === 'dead' || a.spec.detached || a.calls.size > 0) continue
+      const ttlMs = a.spec.options.ttlS === undefined ? defaultTtlMs : a.spec.options.ttlS * 1000
+      if (now - a.lastCallAt > ttlMs) this.kill(id, `actor ${id} was idle for longer than its ttlS`)
+    }
   }
 
   /** Forgets a dead actor. */

@@ -28,6 +28,9 @@ import type { WorkerHandle } from './worker/worker-handle.ts'
 import { WorkerPool } from './worker-pool.ts'
 import { WorkerRequests } from './worker-requests.ts'
 
+/** How often idle actors are looked at for their TTL, in ms. */
+const ACTOR_SWEEP_MS = 5000
+
 /** Bytes one call may write to stdout and stderr, by default. */
 export const DEFAULT_CALL_OUTPUT_BYTES = 2 ** 20
 
@@ -128,6 +131,7 @@ export class LocalNode {
   readonly actors: Actors
   readonly #cancelElsewhere: NodeOptions['cancelElsewhere']
   readonly #actorElsewhere: NodeOptions['actorElsewhere']
+  readonly #actorSweeper: ReturnType<typeof setInterval>
   readonly #actorMade: NodeOptions['actorMade']
 
   constructor(options: NodeOptions) {
@@ -190,6 +194,7 @@ export class LocalNode {
       pressure,
       dispatcher: () => this.#dispatcher,
       workers: () => this.#pool.all(),
+      checkpointOf: (id) => this.actors.checkpointOf(id),
       settled: (task, ok) => {
         this.#children.delete(task.id)
         if (task.actor) this.actors.settled(task, ok)
@@ -207,6 +212,7 @@ export class LocalNode {
       cancel: (id, how) => this.cancel(id, how),
       actors: () => this.actors,
       createActor: (spec, from) => this.createActor(spec, from),
+      checkpointed: (id, state) => this.actors.checkpointed(id, state),
     })
     this.#pool = new WorkerPool({
       cpus,
@@ -253,6 +259,9 @@ export class LocalNode {
         return false
       },
     })
+    // Actors idle past their TTL are let go (not the detached ones).
+    this.#actorSweeper = setInterval(() => this.actors.expire(this.#ttlMs), ACTOR_SWEEP_MS)
+    this.#actorSweeper.unref()
     this.#publishRoom()
   }
 
@@ -516,6 +525,7 @@ export class LocalNode {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#actorSweeper)
     await this.#pool.close()
     this.store.close()
   }

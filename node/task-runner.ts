@@ -18,7 +18,7 @@ import type { NodeCounters } from './node-counters.ts'
 import type { RemoteObjects } from './remote-objects.ts'
 import type { ObjectStore } from './store/object-store.ts'
 import { argumentIds, argumentProblem, lostArgument, refArguments, type Task } from './task.ts'
-import type { Outcome } from './worker/messages.ts'
+import type { Outcome, RunTask } from './worker/messages.ts'
 import type { WorkerHandle } from './worker/worker-handle.ts'
 
 /** How long a cancelled call that keeps running may hold its CPU slot before its worker is replaced. */
@@ -39,6 +39,8 @@ export interface TaskRunnerOptions {
   workers(): readonly WorkerHandle[]
   /** Told of every task that settles. */
   settled?: (task: Task, ok: boolean) => void
+  /** The last checkpoint of an actor, if it has one. */
+  checkpointOf?: (actorId: string) => EncodedValue | undefined
 }
 
 export class TaskRunner {
@@ -49,6 +51,7 @@ export class TaskRunner {
   readonly #dispatcher: () => Dispatcher
   readonly #workers: () => readonly WorkerHandle[]
   readonly #settled: (task: Task, ok: boolean) => void
+  readonly #checkpointOf: (actorId: string) => EncodedValue | undefined
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
   /** Bytes of arguments of tasks started here that have not run yet. */
@@ -62,6 +65,7 @@ export class TaskRunner {
     this.#dispatcher = options.dispatcher
     this.#workers = options.workers
     this.#settled = options.settled ?? (() => {})
+    this.#checkpointOf = options.checkpointOf ?? (() => undefined)
   }
 
   get waitingBytes(): number {
@@ -152,9 +156,21 @@ export class TaskRunner {
         weight: task.actor ? 0 : task.weight,
         ...(task.options.timeoutMs ? { timed: true as const } : {}),
         ...(task.env ? { env: task.env } : {}),
-        ...(task.actor ? { actor: { ...task.actor, concurrency: task.options.maxConcurrency ?? 1 } } : {}),
+        ...(task.actor ? { actor: this.#actorOf(task) } : {}),
       },
     })
+  }
+
+  /** What an actor's thread needs of a call: its actor, concurrency, checkpoints, and (constructor) the state to restore. */
+  #actorOf(task: Task): NonNullable<RunTask['actor']> {
+    const actor = task.actor as NonNullable<Task['actor']>
+    const restore = actor.method === null ? this.#checkpointOf(actor.id) : undefined
+    return {
+      ...actor,
+      concurrency: task.options.maxConcurrency ?? 1,
+      ...(task.options.checkpointEvery ? { checkpointEvery: task.options.checkpointEvery } : {}),
+      ...(restore ? { restore } : {}),
+    }
   }
 
   /** Starts the call's time limit once its worker starts it. */

@@ -32,6 +32,8 @@ export interface WorkerRequestsOptions {
   /** The node's actors, and how a function makes one. */
   actors(): { find(idOrName: string): string | undefined; alias(id: string, to: string): void }
   createActor(spec: ActorSpec, from: WorkerHandle): boolean
+  /** An actor's checkpoint, to restore it after a restart. */
+  checkpointed(actorId: string, state: EncodedValue): void
 }
 
 export class WorkerRequests {
@@ -81,6 +83,9 @@ export class WorkerRequests {
           break
         case 'actor':
           this.#actor(worker, message)
+          break
+        case 'checkpoint':
+          this.#o.checkpointed(message.actor, message.state)
           break
       }
     }

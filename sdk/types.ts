@@ -31,6 +31,8 @@ export interface CallOptions {
   maxRestarts?: number
   /** Of an actor: how many times a method call in flight when it died runs again (default 0: ACTOR_DIED). */
   maxTaskRetries?: number
+  /** Of an actor whose class has checkpoint() and restore(state): checkpointed after every this many calls. */
+  checkpointEvery?: number
   /** In a function's config only: variables its calls read with `env` from 'magpie'. */
   env?: Record<string, string>
   /** In a function's config only: the names of the secrets (`magpie secret set`) its calls may read with `env`. */
@@ -125,6 +127,7 @@ export function checkCallOptions(value: unknown, where = 'options', config = fal
   if (out.maxConcurrency === 0) throw new TypeError(`${where}.maxConcurrency must be a positive integer`)
   nonNegative('maxRestarts', true)
   nonNegative('maxTaskRetries', true)
+  nonNegative('checkpointEvery', true)
   if (out.memoryMb !== undefined && (out.memoryMb < MIN_MEMORY_MB || out.memoryMb > MAX_MEMORY_MB))
     throw new TypeError(`${where}.memoryMb must be from ${MIN_MEMORY_MB} to ${MAX_MEMORY_MB} (MiB)`)
   if (out.concurrency === 0) throw new TypeError(`${where}.concurrency must be a positive integer`)
@@ -191,4 +194,5 @@ const KNOWN_OPTIONS = new Set([
   'maxRestarts',
   'maxTaskRetries',
   'maxConcurrency',
+  'checkpointEvery',
 ])

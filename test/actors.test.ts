@@ -141,6 +141,22 @@ describe('actors', () => {
     ])
   })
 
+  it('keeps the state of an actor whose class checkpoints, across a crash of its thread', async () => {
+    const k = mp.actor<typeof Counter>('keeper').remote()
+    expect(await mp.get([1, 2, 3].map(() => k.increment.remote()))).toEqual([1, 2, 3])
+    await expect(mp.get(k.crash.remote(), { timeout: 20 })).rejects.toBeInstanceOf(ActorDiedError)
+    expect(await mp.get(k.increment.remote(), { timeout: 20 })).toBe(4)
+  }, 60_000)
+
+  it('lets an actor go once idle past its ttlS, but not a detached one', async () => {
+    const brief = mp.actor<typeof Counter>('counter').options({ ttlS: 1 }).remote()
+    const kept = mp.actor<typeof Counter>('counter').options({ ttlS: 1, lifetime: 'detached' }).remote()
+    expect(await mp.get([brief.increment.remote(), kept.increment.remote()])).toEqual([1, 1])
+    await new Promise((r) => setTimeout(r, 7000))
+    await expect(mp.get(brief.increment.remote(), { timeout: 10 })).rejects.toBeInstanceOf(ActorDiedError)
+    expect(await mp.get(kept.increment.remote())).toBe(2)
+  }, 30_000)
+
   it('fails a method that throws with FUNCTION_ERROR, and the actor lives on', async () => {
     const c = mp.actor<typeof Counter>('counter').remote()
     const failing = (c as unknown as { fail: { remote(m: string): never } }).fail.remote('nope')

@@ -149,6 +149,31 @@ function pump(): void {
  * up to its concurrency of them at a time, the rest wait here, in order.
  */
 const actorRunning = new Map<string, number>()
+/** Calls of each actor since its last checkpoint. */
+const sinceCheckpoint = new Map<string, number>()
+
+/** After a call of an actor whose class can checkpoint: its state goes to the node every `every` calls. */
+function checkpointed(id: string, every: number | undefined): void {
+  if (!every) return
+  const instance = actors.get(id)
+  if (!instance || typeof instance.checkpoint !== 'function') return
+  const calls = (sinceCheckpoint.get(id) ?? 0) + 1
+  if (calls < every) {
+    sinceCheckpoint.set(id, calls)
+    return
+  }
+  sinceCheckpoint.set(id, 0)
+  try {
+    const state = encodeValue((instance.checkpoint as AnyFunction).call(instance))
+    send({
+      type: 'checkpoint',
+      actor: id,
+      state: state.kind === 'bytes' ? { kind: 'bytes', bytes: toShared(state.bytes) } : state,
+    })
+  } catch (err) {
+    console.error(`magpie: actor ${id} could not checkpoint: ${(err as Error).message}`)
+  }
+}
 const actorWaiting = new Map<string, RunTask[]>()
 
 function start(task: RunTask): void {
@@ -200,9 +225,15 @@ const actors = new Map<string, Record<string, unknown>>()
 
 /** Runs an actor's constructor (keeping the instance) or one of its methods. */
 function callActor(task: RunTask, fn: AnyFunction, args: unknown[]): unknown {
-  const { id, method } = task.actor as { id: string; method: string | null }
+  const { id, method, restore } = task.actor as NonNullable<RunTask['actor']>
   if (method === null) {
-    actors.set(id, new (fn as unknown as new (...a: unknown[]) => Record<string, unknown>)(...args))
+    const instance = new (fn as unknown as new (...a: unknown[]) => Record<string, unknown>)(...args)
+    actors.set(id, instance)
+    // Made again after a crash: its last checkpoint is restored.
+    if (restore && typeof instance.restore === 'function') {
+      const restored = (instance.restore as AnyFunction).call(instance, decodeArg(restore, refs))
+      return restored instanceof Promise ? restored.then(() => null) : null
+    }
     return null
   }
   const instance = actors.get(id)
@@ -263,6 +294,7 @@ function release(running: Running): void {
   if (running.waiting === 0) active -= running.task.weight
   const actor = running.task.actor
   if (actor && actor.method !== null) {
+    checkpointed(actor.id, actor.checkpointEvery)
     actorRunning.set(actor.id, (actorRunning.get(actor.id) ?? 1) - 1)
     const next = actorWaiting.get(actor.id)?.shift()
     if (next) queueMicrotask(() => start(next))

@@ -25,7 +25,15 @@ export interface RunTask {
   /** The call's variables (its function's config.env and granted secrets), if it has any. */
   env?: Readonly<Record<string, string>>
   /** A call of an actor: its constructor (method null), or a method of the instance this thread holds. */
-  actor?: { id: string; method: string | null; concurrency?: number }
+  actor?: {
+    id: string
+    method: string | null
+    concurrency?: number
+    /** Checkpoint after every this many calls (the class has checkpoint and restore). */
+    checkpointEvery?: number
+    /** With a constructor: the state to restore once made (its last checkpoint). */
+    restore?: EncodedValue
+  }
 }
 
 export type Outcome = { value: EncodedValue } | { error: SerializedError }
@@ -72,6 +80,8 @@ export type FromWorker =
   /** `ms`: how long the call took here, from start to result. */
   | { type: 'done'; id: string; outcome: Outcome; ms: number }
   | { type: 'started'; id: string }
+  /** An actor's state, from its checkpoint(): kept by the node to restore it after a restart. */
+  | { type: 'checkpoint'; actor: string; state: EncodedValue }
   /** A function cancels a call (`cancel` from 'magpie'). */
   | { type: 'cancel'; id: string; force: boolean; recursive: boolean }
   | { type: 'pong'; req: number }
