@@ -290,7 +290,7 @@ export class Actors {
   expire(defaultTtlMs: number): void {
     const now = this.#now()
     for (const [id, a] of this.#actors) {
-      if (a.state === 'dead' || a.spec.detached || a.calls.size > 0) continue
+      if (a.state === 'dead' || a.spec.options.lifetime === 'detached' || a.calls.size > 0) continue
       const ttlMs = a.spec.options.ttlS === undefined ? defaultTtlMs : a.spec.options.ttlS * 1000
       if (now - a.lastCallAt > ttlMs) this.kill(id, `actor ${id} was idle for longer than its ttlS`)
     }

@@ -33,6 +33,8 @@ export interface CallOptions {
   maxTaskRetries?: number
   /** Of an actor whose class has checkpoint() and restore(state): checkpointed after every this many calls. */
   checkpointEvery?: number
+  /** Of an actor: 'detached' lives until killed, however long it idles (else ttlS after its last call). */
+  lifetime?: 'detached'
   /** In a function's config only: variables its calls read with `env` from 'magpie'. */
   env?: Record<string, string>
   /** In a function's config only: the names of the secrets (`magpie secret set`) its calls may read with `env`. */
@@ -128,6 +130,10 @@ export function checkCallOptions(value: unknown, where = 'options', config = fal
   nonNegative('maxRestarts', true)
   nonNegative('maxTaskRetries', true)
   nonNegative('checkpointEvery', true)
+  if (o.lifetime !== undefined) {
+    if (o.lifetime !== 'detached') throw new TypeError(`${where}.lifetime may only be "detached"`)
+    out.lifetime = 'detached'
+  }
   if (out.memoryMb !== undefined && (out.memoryMb < MIN_MEMORY_MB || out.memoryMb > MAX_MEMORY_MB))
     throw new TypeError(`${where}.memoryMb must be from ${MIN_MEMORY_MB} to ${MAX_MEMORY_MB} (MiB)`)
   if (out.concurrency === 0) throw new TypeError(`${where}.concurrency must be a positive integer`)
@@ -195,4 +201,5 @@ const KNOWN_OPTIONS = new Set([
   'maxTaskRetries',
   'maxConcurrency',
   'checkpointEvery',
+  'lifetime',
 ])

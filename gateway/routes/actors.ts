@@ -42,7 +42,7 @@ function actorOptions(body: Record<string, unknown>): ActorOptions {
   const raw = body.options ?? {}
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw new BadRequestError('options must be an object')
-  const { getIfExists, name: optionName, lifetime, ...rest } = raw as Record<string, unknown>
+  const { getIfExists, name: optionName, ...rest } = raw as Record<string, unknown>
   const name = body.name ?? optionName
   if (name !== undefined && (typeof name !== 'string' || !ACTOR_NAME.test(name))) {
     throw new BadRequestError(
@@ -51,8 +51,6 @@ function actorOptions(body: Record<string, unknown>): ActorOptions {
   }
   if (getIfExists !== undefined && typeof getIfExists !== 'boolean')
     throw new BadRequestError('options.getIfExists must be true or false')
-  if (lifetime !== undefined && lifetime !== 'detached')
-    throw new BadRequestError('options.lifetime may only be "detached"')
   let options: CallOptions
   try {
     options = checkCallOptions(rest, 'options')
@@ -63,7 +61,7 @@ function actorOptions(body: Record<string, unknown>): ActorOptions {
     name: name as string | undefined,
     getIfExists: getIfExists === true,
     options,
-    detached: lifetime === 'detached',
+    detached: options.lifetime === 'detached',
   }
 }
 

@@ -152,7 +152,7 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
   const makeActor = (cls: string, options: ActorOptions): ActorClass<AnyClass> => ({
     name: cls,
     remote: (...args: unknown[]) => {
-      const { name, getIfExists, lifetime: _lifetime, ...callOptions } = options
+      const { name, getIfExists, ...callOptions } = options
       const id = newObjectId(io.idPrefix)
       // Asked before any call of it is sent: the node makes it (or, named with getIfExists, finds it) first.
       const ready = io
