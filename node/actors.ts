@@ -3,11 +3,12 @@
  * actor threads (beside its task workers, made when first needed, at most
  * one per CPU), whose method calls run there in the order they were
  * submitted, one at a time, or up to `maxConcurrency` at once for a class
- * that sets it. An idle actor takes no CPU slot; a running call takes one,
- * counted with the tasks', so that actors and tasks share the node's CPUs.
- * Actor threads interleave the calls of their actors: a busy actor's queue
- * holds back no other actor, though a long synchronous method holds its
- * thread (as it would any task's).
+ * that sets it. Calls go to the actor's thread ahead of their turn (up to
+ * PIPELINE), and the thread keeps each actor to its order and concurrency.
+ * As in Ray, an actor holds no CPU slot, idle or running: tasks never wait
+ * for actors, nor actors for tasks. Actor threads interleave the calls of
+ * their actors: a busy actor's queue holds back no other actor, though a
+ * long synchronous method holds its thread (as it would any task's).
  *
  * A call is a task (node/task.ts) with `actor` set; the constructor is call
  * 0, whose object settles when the actor is up (or fails with the
