@@ -9,7 +9,8 @@
  * - over HTTP: the SDK calls one actor from one client (1:1), and 8 clients
  *   call 8 actors at once (n:n);
  * - idle: the resident memory of the platform process before and after
- *   making `--idle` actors of a small class, per actor.
+ *   making `--idle` actors of a small class, per actor; and tasks per second
+ *   (a fan-out of no-op calls inside the node) before and beside them.
  *
  * Ray's published microbenchmarks (Ray 2.9, `ray microbenchmark`): 1:1 async
  * actor calls about 8,800/s, n:n actor calls about 27,000/s.
@@ -81,6 +82,11 @@ try {
   const httpAsync11 = await overHttp('bench-async-counter', 1)
   const httpNN = await overHttp('bench-counter', 8)
 
+  const fanout = async () =>
+    ((await mp.get(mp.remote('bench-fanout').remote(calls), { timeout: 300 })) as { perSecond: number })
+      .perSecond
+  await fanout()
+  const tasksAlone = await fanout()
   const before = rssMb()
   const many = Array.from(
     { length: idle },
@@ -93,6 +99,7 @@ try {
   await new Promise((r) => setTimeout(r, 2000))
   const after = rssMb()
   // Tasks beside the idle actors: as fast as without them.
+  const tasksBeside = await fanout()
   await mp.close()
   console.log(
     JSON.stringify(
@@ -115,6 +122,8 @@ try {
         rss_before_mb: Math.round(before),
         rss_after_mb: Math.round(after),
         rss_per_idle_actor_kb: Math.round(((after - before) * 1024) / idle),
+        tasks_per_s_alone: tasksAlone,
+        tasks_per_s_beside_idle_actors: tasksBeside,
       },
       null,
       2,
