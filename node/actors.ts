@@ -229,7 +229,7 @@ export class Actors {
   /** A call settled (ran, failed, or was cancelled): the next may run. */
   settled(task: Task, ok: boolean): void {
     const a = this.#actor(task)
-    if (!a || !a.calls.delete(task.id)) return
+    if (!a?.calls.delete(task.id)) return
     a.lastCallAt = this.#now()
     a.running = Math.max(0, a.running - 1)
     if (task.actor?.method === null && a.state !== 'dead') {

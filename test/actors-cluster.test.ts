@@ -31,7 +31,10 @@ afterAll(async () => {
 })
 
 class Counter {
-  constructor(_start?: number) {}
+  start: number
+  constructor(start = 0) {
+    this.start = start
+  }
   increment(_by?: number): number {
     return 0
   }

@@ -6,7 +6,6 @@ import { type Context, Hono } from 'hono'
 import type { ActorInfo } from '../../node/actors.ts'
 import { argumentBytes } from '../../node/admission.ts'
 import type { Backend } from '../../node/backend.ts'
-import { pendingResponse } from '../../node/http/responses.ts'
 import type { TaskArg } from '../../node/worker/messages.ts'
 import { ID_HEADER, newObjectId } from '../../sdk/codec.ts'
 import {
@@ -16,17 +15,9 @@ import {
   NotFoundError,
 } from '../../sdk/errors.ts'
 import { type CallOptions, checkCallOptions } from '../../sdk/types.ts'
-import {
-  checkId,
-  parseObject,
-  readCall,
-  refsOf,
-  requireObjects,
-  toTaskArgs,
-  waitParam,
-} from '../http-input.ts'
+import { checkId, parseObject, refsOf, requireObjects, toTaskArgs } from '../http-input.ts'
 import type { FunctionRegistry } from '../registry/registry.ts'
-import { objectResponse } from '../respond.ts'
+import { invokeOne } from './invoke.ts'
 
 /** Options of an actor beside its call options: its name, and whether to get it if it exists. */
 interface ActorOptions {
@@ -135,16 +126,9 @@ export function actorRoutes(backend: Backend, functions: FunctionRegistry): Hono
     const method = c.req.param('method') as string
     const info = await find(c.req.param('id') as string)
     checkMethod(functions, info.class, method)
-    const header = c.req.header(ID_HEADER)
-    const id = header === undefined ? newObjectId() : checkId(header)
-    const wait = waitParam(c)
-    const { args, options } = await readCall(c)
-    await requireObjects(backend, refsOf(args))
-    if (!backend.lookup(id)) backend.admit(1, argumentBytes(args))
-    backend.actors.call({ id, fn: info.class, args, options, actor: { id: info.id, method } })
-    await backend.durable?.()
-    if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000), backend)
-    return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
+    return invokeOne(c, backend, (call) => {
+      backend.actors.call({ ...call, fn: info.class, actor: { id: info.id, method } })
+    })
   })
 
   return app

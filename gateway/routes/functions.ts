@@ -5,13 +5,11 @@
 import { type Context, Hono, type MiddlewareHandler } from 'hono'
 import { argumentBytes } from '../../node/admission.ts'
 import type { Backend } from '../../node/backend.ts'
-import { pendingResponse } from '../../node/http/responses.ts'
-import { ID_HEADER, newObjectId } from '../../sdk/codec.ts'
 import { ActorNotFoundError, FunctionNotFoundError, PayloadTooLargeError } from '../../sdk/errors.ts'
-import { checkBatch, checkId, parseJson, readCall, refsOf, requireObjects, waitParam } from '../http-input.ts'
+import { checkBatch, parseJson, refsOf, requireObjects } from '../http-input.ts'
 import { checkFunctionName, type FunctionRegistry, publicInfo } from '../registry/registry.ts'
-import { objectResponse } from '../respond.ts'
 import { checkMethod } from './actors.ts'
+import { invokeOne } from './invoke.ts'
 
 /** The largest bundle a deploy takes, by default. */
 export const DEFAULT_MAX_BUNDLE = 16 * 1024 * 1024
@@ -72,17 +70,9 @@ export function functionRoutes(
 
   app.post('/functions/:name/invoke', async (c) => {
     const record = find(c.req.param('name'))
-    const header = c.req.header(ID_HEADER)
-    const id = header === undefined ? newObjectId() : checkId(header)
-    const wait = waitParam(c)
-    const { args, options } = await readCall(c)
-    await requireObjects(backend, refsOf(args))
-    // A call sent again is answered as the first was, however full the queues are.
-    if (!backend.lookup(id)) backend.admit(1, argumentBytes(args))
-    backend.submit({ id, fn: record.ref, args, options })
-    await backend.durable?.()
-    if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000), backend)
-    return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
+    return invokeOne(c, backend, (call) => {
+      backend.submit({ ...call, fn: record.ref })
+    })
   })
 
   /** Many calls in one request: checked as a whole, then submitted in order. */

@@ -2,7 +2,7 @@
  * The batching both state stores share: changes made in one turn of the
  * event loop are written together, one batch after another, in order.
  */
-import type { Namespace, StateSnapshot, StateStore } from './store.ts'
+import type { Namespace, StateSnapshot, StateStore } from './types.ts'
 
 /** A change: a value set, or (without value) a key deleted. */
 export interface Change {

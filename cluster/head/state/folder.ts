@@ -11,7 +11,7 @@ import { type FileHandle, mkdir, open, rename } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { BatchedState, type Change } from './batched.ts'
-import { emptySnapshot, NAMESPACES, type Namespace, type StateSnapshot } from './store.ts'
+import { emptySnapshot, NAMESPACES, type Namespace, type StateSnapshot } from './types.ts'
 
 const FILE = 'head-state.jsonl'
 /** The file is written anew once it is this many times the size of what it holds... */

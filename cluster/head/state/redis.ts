@@ -5,7 +5,7 @@
  */
 import type { Redis } from 'ioredis'
 import { BatchedState, type Change } from './batched.ts'
-import { emptySnapshot, NAMESPACES, type Namespace, type StateSnapshot } from './store.ts'
+import { emptySnapshot, NAMESPACES, type Namespace, type StateSnapshot } from './types.ts'
 
 const PREFIX = 'magpie:'
 /** How long a command may wait for Redis before it fails (and with it the batch). */
