@@ -30,6 +30,7 @@ import {
   type StealRequest,
   type StolenCall,
   TaskAnswer,
+  type WireArg,
 } from './protocol.ts'
 import { rawGet } from './raw-get.ts'
 
@@ -135,6 +136,11 @@ export class InternalClient {
   /** Tells the head of an actor made on a node inside a function. */
   async actorMade(head: string, body: ActorMade): Promise<void> {
     await this.#send('POST', this.#url(head, ROUTES.actors), body)
+  }
+
+  /** Gives the head an actor's latest checkpoint. */
+  async actorCheckpoint(head: string, id: string, state: WireArg): Promise<void> {
+    await this.#send('POST', this.#url(head, ROUTES.actorCheckpoint, id), { state })
   }
 
   /** Kills an actor on the node it lives on. */

@@ -55,6 +55,8 @@ export const ROUTES = {
   actor: '/internal/actors/:id',
   /** head: a node made an actor inside a function (ActorMade), for others to find it. */
   actors: '/internal/actors',
+  /** head: an actor's latest checkpoint (ActorCheckpoint), to restore it on another node should its own die. */
+  actorCheckpoint: '/internal/actors/:id/checkpoint',
   /** head: a method call from inside a function, of an actor on another node (Call, with actor). */
   actorCalls: '/internal/actor-calls',
 } as const
@@ -182,7 +184,14 @@ export const Call = z.object({
    */
   epoch: count.default(0),
   /** A call of an actor living on the receiver: its constructor (method null), or a method. */
-  actor: z.object({ id: objectId, method: z.string().nullable() }).optional(),
+  actor: z
+    .object({
+      id: objectId,
+      method: z.string().nullable(),
+      /** With a constructor: the actor's last checkpoint, to restore once it is made (it is made again). */
+      restore: WireArg.optional(),
+    })
+    .optional(),
 })
 export type Call = z.infer<typeof Call>
 export const CallBatch = z.array(Call)
@@ -248,6 +257,9 @@ export const ActorMade = z.object({
   options: callOptions,
 })
 export type ActorMade = z.infer<typeof ActorMade>
+
+/** An actor's checkpoint, as its node tells the head. */
+export const ActorCheckpoint = z.object({ state: WireArg })
 
 /** An actor as the node it lives on tells of it. */
 export const ActorState = z.object({

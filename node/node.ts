@@ -75,6 +75,8 @@ export interface NodeOptions {
   actorElsewhere?: (spec: TaskSpec) => void
   /** Told of an actor made here by a function, so that others can find it. */
   actorMade?: (spec: ActorSpec) => void
+  /** Told of every checkpoint of an actor here, so that it can be restored elsewhere should this node die. */
+  actorCheckpointed?: (id: string, state: EncodedValue) => void
 }
 
 export type { FunctionCatalog, TaskSpec } from './task.ts'
@@ -133,6 +135,7 @@ export class LocalNode {
   readonly #actorElsewhere: NodeOptions['actorElsewhere']
   readonly #actorSweeper: ReturnType<typeof setInterval>
   readonly #actorMade: NodeOptions['actorMade']
+  readonly #actorCheckpointed: NodeOptions['actorCheckpointed']
 
   constructor(options: NodeOptions) {
     const cpus = options.cpus ?? availableParallelism()
@@ -157,6 +160,7 @@ export class LocalNode {
     this.#cancelElsewhere = options.cancelElsewhere
     this.#actorElsewhere = options.actorElsewhere
     this.#actorMade = options.actorMade
+    this.#actorCheckpointed = options.actorCheckpointed
     this.#room = new RoomSignal(cpus)
     this.#admission = new Admission(options.admission ?? {}, () => ({
       calls: this.store.unfinished,
@@ -212,7 +216,10 @@ export class LocalNode {
       cancel: (id, how) => this.cancel(id, how),
       actors: () => this.actors,
       createActor: (spec, from) => this.createActor(spec, from),
-      checkpointed: (id, state) => this.actors.checkpointed(id, state),
+      checkpointed: (id, state) => {
+        this.actors.checkpointed(id, state)
+        this.#actorCheckpointed?.(id, state)
+      },
     })
     this.#pool = new WorkerPool({
       cpus,
@@ -321,7 +328,7 @@ export class LocalNode {
    * and submits its constructor as its first call, whose object (the actor's
    * id) settles once it is up. False, and nothing made, if the id is taken.
    */
-  createActor(spec: ActorSpec, from?: WorkerHandle): boolean {
+  createActor(spec: ActorSpec, from?: WorkerHandle, restore?: EncodedValue): boolean {
     if (this.store.lookup(spec.id)) return false
     if (!this.#functions.get(spec.fn)) throw new FunctionNotFoundError(`no actor class named ${spec.fn}`)
     // Made again here after its node died, the actor keeps its id; its constructor's call has one of its own.
@@ -330,6 +337,8 @@ export class LocalNode {
     // Its class's config (maxConcurrency, maxRestarts...) under the options it was made with.
     const options = { ...this.#functions.get(spec.fn)?.config, ...spec.options }
     if (!this.actors.create({ ...spec, id: actorId, options })) return false
+    // Made again after its node died: its last checkpoint is restored after its constructor.
+    if (restore) this.actors.checkpointed(actorId, restore)
     if (from) this.#actorMade?.({ ...spec, options })
     return this.submit({ ...call, actor: { id: actorId, method: null } }, from)
   }

@@ -31,8 +31,12 @@ export interface CallOptions {
   maxRestarts?: number
   /** Of an actor: how many times a method call in flight when it died runs again (default 0: ACTOR_DIED). */
   maxTaskRetries?: number
-  /** Of an actor whose class has checkpoint() and restore(state): checkpointed after every this many calls. */
-  checkpointEvery?: number
+  /**
+   * Of an actor whose class has checkpoint() and restore(state): checkpointed
+   * after every N calls (a number), or `{ calls, seconds }`: after N calls or
+   * once T seconds have passed since the last, whichever comes first.
+   */
+  checkpointEvery?: number | { calls?: number; seconds?: number }
   /** Of an actor: 'detached' lives until killed, however long it idles (else ttlS after its last call). */
   lifetime?: 'detached'
   /** In a function's config only: variables its calls read with `env` from 'magpie'. */
@@ -129,7 +133,8 @@ export function checkCallOptions(value: unknown, where = 'options', config = fal
   if (out.maxConcurrency === 0) throw new TypeError(`${where}.maxConcurrency must be a positive integer`)
   nonNegative('maxRestarts', true)
   nonNegative('maxTaskRetries', true)
-  nonNegative('checkpointEvery', true)
+  if (o.checkpointEvery !== undefined)
+    out.checkpointEvery = checkEvery(o.checkpointEvery, `${where}.checkpointEvery`)
   if (o.lifetime !== undefined) {
     if (o.lifetime !== 'detached') throw new TypeError(`${where}.lifetime may only be "detached"`)
     out.lifetime = 'detached'
@@ -165,6 +170,25 @@ export function checkCallOptions(value: unknown, where = 'options', config = fal
     if (!KNOWN_OPTIONS.has(key)) throw new TypeError(`${where}.${key} is not a known option`)
   }
   return out
+}
+
+function checkEvery(value: unknown, where: string): NonNullable<CallOptions['checkpointEvery']> {
+  const count = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v > 0
+  if (count(value) && Number.isInteger(value)) return value as number
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const { calls, seconds, ...rest } = value as Record<string, unknown>
+    const ok =
+      Object.keys(rest).length === 0 &&
+      (calls === undefined || (count(calls) && Number.isInteger(calls))) &&
+      (seconds === undefined || count(seconds)) &&
+      (calls !== undefined || seconds !== undefined)
+    if (ok)
+      return {
+        ...(calls === undefined ? {} : { calls: calls as number }),
+        ...(seconds === undefined ? {} : { seconds: seconds as number }),
+      }
+  }
+  throw new TypeError(`${where} must be a positive number of calls, or { calls, seconds }`)
 }
 
 function checkEnv(env: unknown, secrets: unknown, where: string, out: CallOptions): void {

@@ -87,4 +87,21 @@ describe('actors on a cluster', () => {
     expect((await actorInfo(lost.id)).state).toBe('dead')
     await mp.close()
   }, 60_000)
+
+  it('come back elsewhere with their last checkpoint when their class keeps one', async () => {
+    const mp = connect(head.url)
+    const alive = nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null)
+    const k = mp
+      .actor<typeof Counter>('keeper')
+      .options({ resources: { any: 1 } })
+      .remote()
+    expect(await mp.get([1, 2, 3].map(() => k.increment.remote()))).toEqual([1, 2, 3])
+    const where = (await actorInfo(k.id)).node
+    // The checkpoint of the last call reaches the head.
+    await new Promise((r) => setTimeout(r, 500))
+    ;(alive.find((n) => n.id === where) as SpawnedNode).child.kill('SIGKILL')
+    await until(async () => (await actorInfo(k.id)).node !== where, 20_000)
+    expect(await mp.get(k.increment.remote(), { timeout: 20 })).toBe(4)
+    await mp.close()
+  }, 60_000)
 })

@@ -148,6 +148,22 @@ describe('actors', () => {
     expect(await mp.get(k.increment.remote(), { timeout: 20 })).toBe(4)
   }, 60_000)
 
+  it('checkpoints by time too, with checkpointEvery { calls, seconds }', async () => {
+    const k = mp
+      .actor<typeof Counter>('keeper')
+      .options({ checkpointEvery: { calls: 1000, seconds: 0.05 } })
+      .remote()
+    expect(await mp.get(k.increment.remote())).toBe(1)
+    await new Promise((r) => setTimeout(r, 100))
+    // 1,000 calls are far off; 50 ms have passed: this call's end checkpoints.
+    expect(await mp.get(k.increment.remote())).toBe(2)
+    await expect(mp.get(k.crash.remote(), { timeout: 20 })).rejects.toBeInstanceOf(ActorDiedError)
+    expect(await mp.get(k.increment.remote(), { timeout: 20 })).toBe(3)
+    expect(
+      (await post('/v1/actors', { class: 'keeper', options: { checkpointEvery: { minutes: 1 } } })).status,
+    ).toBe(400)
+  }, 60_000)
+
   it('lets an actor go once idle past its ttlS, but not a detached one', async () => {
     const brief = mp.actor<typeof Counter>('counter').options({ ttlS: 1 }).remote()
     const kept = mp.actor<typeof Counter>('counter').options({ ttlS: 1, lifetime: 'detached' }).remote()

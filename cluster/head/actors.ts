@@ -12,6 +12,7 @@ import type { ActorInfo, ActorSpec } from '../../node/actors.ts'
 import { ActorNotFoundError, MagpieError, NameTakenError } from '../../sdk/errors.ts'
 import type { InternalClient } from '../client.ts'
 import { warn } from '../log.ts'
+import type { WireArg } from '../protocol.ts'
 import type { Directory } from './directory.ts'
 import { capable, place } from './placement.ts'
 import type { NodeRegistry } from './registry.ts'
@@ -21,6 +22,8 @@ interface HeadActor {
   node: string | undefined
   restarts: number
   dead: boolean
+  /** Its latest checkpoint, as its node told: restored when it is made again elsewhere. */
+  checkpoint?: WireArg | undefined
   error?: ActorInfo['error']
 }
 
@@ -66,6 +69,12 @@ export class HeadActors {
     const name = spec.name !== undefined && !this.#names.has(spec.name) ? spec.name : undefined
     this.#actors.set(spec.id, { spec: { ...spec, name }, node, restarts: 0, dead: false })
     if (name !== undefined) this.#names.set(name, spec.id)
+  }
+
+  /** An actor's latest checkpoint, from its node. */
+  checkpointed(id: string, state: WireArg): void {
+    const a = this.#actors.get(id)
+    if (a && !a.dead) a.checkpoint = state
   }
 
   /** The class (name@version) of a known actor. */
@@ -147,7 +156,11 @@ export class HeadActors {
       a.node = node
       const again = `${a.spec.id}_h${a.restarts}`
       this.#o.directory.create(again, a.spec.fn, {})
-      this.#o.place({ ...a.spec, id: again, actor: { id: a.spec.id, method: null } })
+      this.#o.place({
+        ...a.spec,
+        id: again,
+        actor: { id: a.spec.id, method: null, ...(a.checkpoint ? { restore: a.checkpoint } : {}) },
+      })
     }
   }
 

@@ -19,7 +19,7 @@ import { MagpieError, type SerializedError } from '../../sdk/errors.ts'
 import type { CallOptions } from '../../sdk/types.ts'
 import { type InternalClient, isUnreachable } from '../client.ts'
 import { warn } from '../log.ts'
-import { INLINE_MAX, type Moved, ownerOf, type SettledReport } from '../protocol.ts'
+import { INLINE_MAX, type Moved, ownerOf, type SettledReport, type WireArg } from '../protocol.ts'
 import { HeadActors } from './actors.ts'
 import { Directory, type DirectoryRecord, type Outcome } from './directory.ts'
 import { Dispatcher } from './dispatcher.ts'
@@ -58,6 +58,8 @@ export interface ClusterBackend extends Backend {
   addressOf(nodeId: string | undefined): string | undefined
   /** An actor a node made inside a function. */
   adoptActor(spec: ActorSpec, node: string): void
+  /** An actor's latest checkpoint, from its node. */
+  actorCheckpointed(id: string, state: WireArg): void
   /** A node joined (or joined again). */
   joined(node: ClusterNode): void
   /**
@@ -151,7 +153,9 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
 
   return {
     actors: {
-      create: async (spec, getIfExists) => actors.create(spec, getIfExists),
+      // Its class's config (maxRestarts...) under the options it is made with, as the head keeps it.
+      create: async (spec, getIfExists) =>
+        actors.create({ ...spec, options: { ...config(spec.fn), ...spec.options } }, getIfExists),
       find: async (idOrName) => {
         const id = actors.find(idOrName)
         return id === undefined ? undefined : actors.info(id)
@@ -355,6 +359,7 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
     },
     joined: (node) => recovery.joined(node),
     adoptActor: (spec, node) => actors.adopt(spec, node),
+    actorCheckpointed: (id, state) => actors.checkpointed(id, state),
     restore(kept, waitMs) {
       // What is read back is kept already: not written again.
       directory.keepIn(undefined)

@@ -9,6 +9,7 @@ import { JSON_TYPE } from '../../sdk/codec.ts'
 import { BadRequestError, NotFoundError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import type { InternalClient } from '../client.ts'
 import {
+  ActorCheckpoint,
   ActorMade,
   Call,
   type FunctionCode,
@@ -102,6 +103,12 @@ export function headRoutes({ registry, backend, client, secret, functions }: Hea
       },
       body.node,
     )
+    return c.body(null, 204)
+  })
+
+  app.post(ROUTES.actorCheckpoint, async (c) => {
+    const { state } = await readBody(c.req, ActorCheckpoint, 'actor checkpoint')
+    backend.actorCheckpointed(c.req.param('id'), state)
     return c.body(null, 204)
   })
 

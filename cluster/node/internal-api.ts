@@ -135,7 +135,9 @@ export function internalApi(options: InternalApiOptions): Hono {
         node.failUnknown(spec.id, spec.fn, why)
         accepted.push(call.id)
       } else if (call.actor?.method === null) {
-        if (node.createActor({ ...spec, actor: call.actor })) accepted.push(call.id)
+        const { restore, ...actor } = call.actor
+        const state = restore === undefined ? undefined : (fromWireArg(restore) as EncodedValue)
+        if (node.createActor({ ...spec, actor }, undefined, state)) accepted.push(call.id)
       } else if (call.actor) {
         try {
           if (node.submit({ ...spec, actor: call.actor })) accepted.push(call.id)

@@ -114,6 +114,11 @@ export async function startNodeProcess(options: NodeProcessOptions) {
         (err: unknown) => node.store.settle(spec.id, { error: serializeError(err, 'ACTOR_NOT_FOUND') }),
       )
     },
+    actorCheckpointed: (id, state) => {
+      client
+        .actorCheckpoint(head, id, toWireArg(state))
+        .catch((err: unknown) => warn('the head did not take an actor checkpoint', { actor: id, cause: err }))
+    },
     actorMade: (spec) => {
       const body = {
         id: spec.id,

@@ -149,20 +149,24 @@ function pump(): void {
  * up to its concurrency of them at a time, the rest wait here, in order.
  */
 const actorRunning = new Map<string, number>()
-/** Calls of each actor since its last checkpoint. */
-const sinceCheckpoint = new Map<string, number>()
+/** Calls of each actor since its last checkpoint, and when that was. */
+const sinceCheckpoint = new Map<string, { calls: number; at: number }>()
 
-/** After a call of an actor whose class can checkpoint: its state goes to the node every `every` calls. */
-function checkpointed(id: string, every: number | undefined): void {
+/** After a call of an actor whose class can checkpoint: its state goes to the node every N calls or T seconds. */
+function checkpointed(id: string, every: NonNullable<RunTask['actor']>['checkpointEvery']): void {
   if (!every) return
   const instance = actors.get(id)
   if (!instance || typeof instance.checkpoint !== 'function') return
-  const calls = (sinceCheckpoint.get(id) ?? 0) + 1
-  if (calls < every) {
-    sinceCheckpoint.set(id, calls)
-    return
-  }
-  sinceCheckpoint.set(id, 0)
+  const { calls: everyCalls, seconds } =
+    typeof every === 'number' ? { calls: every, seconds: undefined } : every
+  const since = sinceCheckpoint.get(id) ?? { calls: 0, at: performance.now() }
+  since.calls += 1
+  sinceCheckpoint.set(id, since)
+  const due =
+    (everyCalls !== undefined && since.calls >= everyCalls) ||
+    (seconds !== undefined && performance.now() - since.at >= seconds * 1000)
+  if (!due) return
+  sinceCheckpoint.set(id, { calls: 0, at: performance.now() })
   try {
     const state = encodeValue((instance.checkpoint as AnyFunction).call(instance))
     send({

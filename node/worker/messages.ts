@@ -29,8 +29,8 @@ export interface RunTask {
     id: string
     method: string | null
     concurrency?: number
-    /** Checkpoint after every this many calls (the class has checkpoint and restore). */
-    checkpointEvery?: number
+    /** Checkpoint after every N calls, or T seconds (the class has checkpoint and restore). */
+    checkpointEvery?: number | { calls?: number; seconds?: number }
     /** With a constructor: the state to restore once made (its last checkpoint). */
     restore?: EncodedValue
   }
