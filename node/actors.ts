@@ -77,8 +77,6 @@ interface Actor {
 export interface ActorsOptions {
   /** A thread for a new actor (the least crowded, made if fewer than one per CPU). */
   host(): WorkerHandle
-  /** Whether the node has a CPU slot free now. */
-  room(): boolean
   run(worker: WorkerHandle, task: Task): void
   /** Settles a call that will not run (its actor is dead, or it was cancelled). */
   fail(task: Task, error: ReturnType<typeof serializeError>): void
@@ -161,16 +159,6 @@ export class Actors {
     return [...this.#actors.keys()].flatMap((id) => this.info(id) ?? [])
   }
 
-  /** Idle actors whose last call is older than `ms` ago (for their TTL). */
-  idleSince(ms: number): string[] {
-    const before = this.#now() - ms
-    const idle: string[] = []
-    for (const [id, a] of this.#actors) {
-      if (a.state !== 'dead' && a.calls.size === 0 && a.lastCallAt < before) idle.push(id)
-    }
-    return idle
-  }
-
   /** A call (the constructor's, or a method's) is submitted: methods run in this order. */
   submitted(task: Task): void {
     const a = this.#actor(task)
@@ -202,11 +190,10 @@ export class Actors {
     this.#runnable.add(a)
   }
 
-  /** Runs the calls whose turn it is while the node has CPU slots free. */
+  /** Sends the calls whose turn it is to their actors' threads. */
   dispatch(): void {
     for (const a of this.#runnable) {
       for (;;) {
-        if (!this.#o.room()) return
         if (a.construct) {
           // The constructor runs alone, first.
           if (!a.constructReady || a.running > 0) break
@@ -295,12 +282,6 @@ export class Actors {
       const ttlMs = a.spec.options.ttlS === undefined ? defaultTtlMs : a.spec.options.ttlS * 1000
       if (now - a.lastCallAt > ttlMs) this.kill(id, `actor ${id} was idle for longer than its ttlS`)
     }
-  }
-
-  /** Forgets a dead actor. */
-  forget(id: string): void {
-    const a = this.#actors.get(id)
-    if (a?.state === 'dead') this.#actors.delete(id)
   }
 
   #die(a: Actor, error: ActorDiedError | undefined): void {

@@ -245,8 +245,6 @@ export class LocalNode {
     })
     this.actors = new Actors({
       host: () => this.#pool.actorHost(),
-      // Running actor calls hold no CPU slot (as in Ray): they never wait for tasks.
-      room: () => true,
       run: (worker, task) => this.#tasks.run(worker, task),
       fail: (task, error) => this.#tasks.settle(task, { error }),
       construct: (spec, attempt) => this.#reconstruct(spec, attempt),
