@@ -69,9 +69,9 @@ export class WorkerPool {
       : [...this.workers, ...this.sized, ...this.hosts]
   }
 
-  /** Whether threads beside the workers (sized, or actor threads) share the node's CPU slots now. */
+  /** Whether sized threads share the node's CPU slots now (actor threads hold none: see actors.ts). */
   get shared(): boolean {
-    return this.sized.length + this.hosts.length > 0
+    return this.sized.length > 0
   }
 
   /** The thread for a new actor: the next in turn, made while there are fewer than one per CPU. */
