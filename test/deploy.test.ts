@@ -6,11 +6,10 @@
  */
 import { execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   freePort,
   type SpawnedHead,
@@ -20,20 +19,13 @@ import {
   until,
 } from './cluster-helpers.ts'
 import { ROOT } from './helpers.ts'
+import { tempDirs } from './temp-dirs.ts'
 
 stopSpawnedAfterAll()
 const BIN = join(ROOT, 'bin/magpie.mjs')
 const SECRET = 'a-deploy-test-secret-0123456789'
-const dirs: string[] = []
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
-})
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'magpie-deploy-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('magpie-deploy-')
 
 /** Writes a function folder `name` under `root` whose default export is `body`. */
 function writeFunction(root: string, name: string, body: string): string {

@@ -6,9 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { readFileSync } from 'node:fs'
 import { afterAll, describe, expect, it } from 'vitest'
 import {
   freePort,
@@ -19,9 +17,9 @@ import {
   stopSpawnedAfterAll,
   until,
 } from './cluster-helpers.ts'
+import { tempDirs } from './temp-dirs.ts'
 
 stopSpawnedAfterAll()
-const dirs: string[] = []
 const servers: ChildProcess[] = []
 afterAll(async () => {
   for (const server of servers) {
@@ -30,14 +28,9 @@ afterAll(async () => {
     server.kill('SIGKILL')
     await exited
   }
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'magpie-restart-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('magpie-restart-')
 
 /** Debian's redis-server on a free port, with nothing saved to disk; stopped after the tests. */
 async function startRedis(): Promise<string> {

@@ -7,27 +7,19 @@
  */
 import { execFile } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { freePort, spawnHead, spawnNode, stopSpawnedAfterAll } from './cluster-helpers.ts'
 import { ROOT } from './helpers.ts'
+import { tempDirs } from './temp-dirs.ts'
 
 stopSpawnedAfterAll()
 const BIN = join(ROOT, 'bin/magpie.mjs')
 const SECRET = 'a-secrets-test-cluster-secret-01'
 const VALUE = `s3cr3t-${Math.random().toString(36).slice(2)}-value`
-const dirs: string[] = []
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
-})
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'magpie-secrets-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('magpie-secrets-')
 
 /** Runs the CLI with `input` on its stdin. */
 function cli(input: string, ...args: string[]): Promise<{ code: number; out: string; err: string }> {

@@ -1,20 +1,11 @@
 /** The head's state in a folder: changes kept across a reopen, a torn last line skipped, the file written anew compact. */
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { appendFileSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { FolderState } from '../../cluster/head/state/folder.ts'
+import { tempDirs } from '../temp-dirs.ts'
 
-const dirs: string[] = []
-afterAll(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
-})
-
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'magpie-state-'))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs('magpie-state-')
 
 describe('FolderState', () => {
   it('reads back what was set and not deleted, after the last change was flushed', async () => {
