@@ -138,6 +138,19 @@ export class InternalClient {
     await this.#send('POST', this.#url(head, ROUTES.actors), body)
   }
 
+  /** The id of a live actor the head knows, by name or id; undefined if there is none. */
+  async findActor(head: string, nameOrId: string): Promise<string | undefined> {
+    try {
+      const answer = (await this.#send('GET', this.#url(head, ROUTES.actorByName, nameOrId))) as {
+        id?: unknown
+      }
+      return typeof answer?.id === 'string' ? answer.id : undefined
+    } catch (err) {
+      if (err instanceof MagpieError && ERROR_STATUS[err.code] === 404) return undefined
+      throw err
+    }
+  }
+
   /** Gives the head an actor's latest checkpoint. */
   async actorCheckpoint(head: string, id: string, state: WireArg): Promise<void> {
     await this.#send('POST', this.#url(head, ROUTES.actorCheckpoint, id), { state })

@@ -55,6 +55,8 @@ export const ROUTES = {
   actor: '/internal/actors/:id',
   /** head: a node made an actor inside a function (ActorMade), for others to find it. */
   actors: '/internal/actors',
+  /** head: the id of a live actor, by name or id (`{"id"}`), for a function that looks for it. */
+  actorByName: '/internal/actor-names/:id',
   /** head: an actor's latest checkpoint (ActorCheckpoint), to restore it on another node should its own die. */
   actorCheckpoint: '/internal/actors/:id/checkpoint',
   /** head: a method call from inside a function, of an actor on another node (Call, with actor). */

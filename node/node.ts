@@ -75,6 +75,8 @@ export interface NodeOptions {
   actorElsewhere?: (spec: TaskSpec) => void
   /** Told of an actor made here by a function, so that others can find it. */
   actorMade?: (spec: ActorSpec) => void
+  /** Finds a live actor that does not live here, by name or id (on a cluster, the head knows them all). */
+  findActorElsewhere?: (nameOrId: string) => Promise<string | undefined>
   /** Told of every checkpoint of an actor here, so that it can be restored elsewhere should this node die. */
   actorCheckpointed?: (id: string, state: EncodedValue) => void
 }
@@ -216,6 +218,7 @@ export class LocalNode {
       cancel: (id, how) => this.cancel(id, how),
       actors: () => this.actors,
       createActor: (spec, from) => this.createActor(spec, from),
+      findActorElsewhere: options.findActorElsewhere,
       checkpointed: (id, state) => {
         this.actors.checkpointed(id, state)
         this.#actorCheckpointed?.(id, state)

@@ -34,6 +34,8 @@ export interface WorkerRequestsOptions {
   createActor(spec: ActorSpec, from: WorkerHandle): boolean
   /** An actor's checkpoint, to restore it after a restart. */
   checkpointed(actorId: string, state: EncodedValue): void
+  /** Finds a live actor of another node, by name or id (undefined: there are no others). */
+  findActorElsewhere?: ((nameOrId: string) => Promise<string | undefined>) | undefined
 }
 
 export class WorkerRequests {
@@ -117,6 +119,23 @@ export class WorkerRequests {
     let outcome: Outcome
     try {
       const found = message.name === undefined ? undefined : this.#o.actors().find(message.name)
+      const elsewhere = this.#o.findActorElsewhere
+      if (message.find && found === undefined && elsewhere && message.name !== undefined) {
+        // Not here: the head knows every actor of the cluster.
+        const name = message.name
+        elsewhere(name).then(
+          (id) => {
+            const answer: Outcome =
+              id === undefined
+                ? { error: serializeError(new ActorNotFoundError(`no actor named ${name}`)) }
+                : { value: { kind: 'json', text: JSON.stringify(id) } }
+            worker.send({ type: 'values', req: message.req, results: [answer] })
+          },
+          (err: unknown) =>
+            worker.send({ type: 'values', req: message.req, results: [{ error: serializeError(err) }] }),
+        )
+        return
+      }
       if (message.find) {
         if (found === undefined) throw new ActorNotFoundError(`no actor named ${message.name}`)
         outcome = { value: { kind: 'json', text: JSON.stringify(found) } }

@@ -60,6 +60,19 @@ describe('actors on a cluster', () => {
     await mp.close()
   })
 
+  it('are found by name and called from a function on another node', async () => {
+    const mp = connect(head.url)
+    const c = mp
+      .actor<typeof Counter>('counter')
+      .options({ name: 'far-away', resources: { slot0: 1 } })
+      .remote(40)
+    expect(await mp.get(c.increment.remote())).toBe(41)
+    const bump = mp.remote<(name: string) => number>('find-bump').options({ resources: { slot1: 1 } })
+    expect(await mp.get(bump.remote('far-away'), { timeout: 30 })).toBe(42)
+    await expect(mp.get(bump.remote('nobody-by-that-name'), { timeout: 30 })).rejects.toThrow(/no actor/)
+    await mp.close()
+  })
+
   it('come back on another node when theirs is SIGKILLed, with maxRestarts; without, they die', async () => {
     const mp = connect(head.url)
     const kept = mp

@@ -106,6 +106,12 @@ export function headRoutes({ registry, backend, client, secret, functions }: Hea
     return c.body(null, 204)
   })
 
+  app.get(ROUTES.actorByName, async (c) => {
+    const info = await backend.actors.find(c.req.param('id'))
+    if (!info || info.state === 'dead') throw new NotFoundError(`no live actor ${c.req.param('id')}`)
+    return c.json({ id: info.id })
+  })
+
   app.post(ROUTES.actorCheckpoint, async (c) => {
     const { state } = await readBody(c.req, ActorCheckpoint, 'actor checkpoint')
     backend.actorCheckpointed(c.req.param('id'), state)

@@ -114,6 +114,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
         (err: unknown) => node.store.settle(spec.id, { error: serializeError(err, 'ACTOR_NOT_FOUND') }),
       )
     },
+    findActorElsewhere: (nameOrId) => client.findActor(head, nameOrId),
     actorCheckpointed: (id, state) => {
       client
         .actorCheckpoint(head, id, toWireArg(state))
