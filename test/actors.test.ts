@@ -171,7 +171,13 @@ describe('actors', () => {
     await new Promise((r) => setTimeout(r, 7000))
     await expect(mp.get(brief.increment.remote(), { timeout: 10 })).rejects.toBeInstanceOf(ActorDiedError)
     expect(await mp.get(kept.increment.remote())).toBe(2)
-  }, 30_000)
+    // A name held by an actor let go is free again.
+    const named = mp.actor<typeof Counter>('counter').options({ name: 'short-lived', ttlS: 1 }).remote()
+    expect(await mp.get(named.increment.remote())).toBe(1)
+    await new Promise((r) => setTimeout(r, 7000))
+    const again = mp.actor<typeof Counter>('counter').options({ name: 'short-lived' }).remote(5)
+    expect(await mp.get(again.increment.remote())).toBe(6)
+  }, 40_000)
 
   it('fails a method that throws with FUNCTION_ERROR, and the actor lives on', async () => {
     const c = mp.actor<typeof Counter>('counter').remote()

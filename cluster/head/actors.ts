@@ -105,6 +105,10 @@ export class HeadActors {
     const node = a.node ? this.#o.registry.get(a.node) : undefined
     const there =
       node && !a.dead ? await this.#o.client.actor(node.address, id).catch(() => undefined) : undefined
+    // Dead on its node (killed there, or idle past its TTL): dead here too, and its name free.
+    if (there?.state === 'dead' && !a.dead) {
+      this.#bury(a, there.error ?? { code: 'ACTOR_DIED', message: `actor ${id} died on node ${a.node}` })
+    }
     const state = a.dead
       ? 'dead'
       : (there?.state ??

@@ -154,8 +154,12 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
   return {
     actors: {
       // Its class's config (maxRestarts...) under the options it is made with, as the head keeps it.
-      create: async (spec, getIfExists) =>
-        actors.create({ ...spec, options: { ...config(spec.fn), ...spec.options } }, getIfExists),
+      create: async (spec, getIfExists) => {
+        // A name held by an actor that has since died on its node (its TTL ran out) is free again.
+        const held = spec.name === undefined ? undefined : actors.find(spec.name)
+        if (held !== undefined) await actors.info(held)
+        return actors.create({ ...spec, options: { ...config(spec.fn), ...spec.options } }, getIfExists)
+      },
       find: async (idOrName) => {
         const id = actors.find(idOrName)
         return id === undefined ? undefined : actors.info(id)
