@@ -102,6 +102,19 @@ export function actorHandle<T>(id: string, ready: Promise<string>, io: HandleIO)
     io.track(callId, accepted)
     return new ObjectRef(callId)
   }
+  return handleOf<T>(id, ready, call)
+}
+
+/**
+ * The shape every actor handle has, in the SDK or inside a function: `id`,
+ * `ready`, `{"$actor": id}` as JSON, and each other property a method whose
+ * `.remote(...)` is `call(method, args)`.
+ */
+export function handleOf<T>(
+  id: string,
+  ready: Promise<string>,
+  call: (method: string, args: unknown[]) => ObjectRef,
+): ActorHandle<T> {
   let actual = id
   ready.then(
     (found) => {

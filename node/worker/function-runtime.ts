@@ -3,7 +3,13 @@
  * from 'magpie', turned into messages to the node's scheduler.
  */
 
-import type { ActorClass, ActorHandle, ActorOptions, AnyClass } from '../../sdk/actors.ts'
+import {
+  type ActorClass,
+  type ActorHandle,
+  type ActorOptions,
+  type AnyClass,
+  handleOf,
+} from '../../sdk/actors.ts'
 import {
   type EncodedValue,
   encodeValue,
@@ -122,31 +128,21 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
   })
 
   /** A handle on an actor, inside a function: its method calls go to the node, in order. */
-  const actorHandleOf = (actorId: string, ready: Promise<string> = Promise.resolve(actorId)): ActorHandle => {
-    const target = { id: actorId, ready, toJSON: () => ({ $actor: actorId }) }
-    return new Proxy(target, {
-      get(t, key) {
-        if (key in t || typeof key === 'symbol') return (t as Record<string | symbol, unknown>)[key]
-        if (key === 'then') return undefined
-        return {
-          remote: (...args: unknown[]) => {
-            io.room()
-            const id = newObjectId(io.idPrefix)
-            io.send({
-              type: 'submit',
-              id,
-              fn: '',
-              args: args.map(encodeArg),
-              options: {},
-              parent: io.currentTask(),
-              actor: { id: actorId, method: key },
-            })
-            return made(id)
-          },
-        }
-      },
-    }) as unknown as ActorHandle
-  }
+  const actorHandleOf = (actorId: string, ready: Promise<string> = Promise.resolve(actorId)): ActorHandle =>
+    handleOf(actorId, ready, (method, args) => {
+      io.room()
+      const id = newObjectId(io.idPrefix)
+      io.send({
+        type: 'submit',
+        id,
+        fn: '',
+        args: args.map(encodeArg),
+        options: {},
+        parent: io.currentTask(),
+        actor: { id: actorId, method },
+      })
+      return made(id)
+    })
   reviveActor = (id) => actorHandleOf(id)
 
   const makeActor = (cls: string, options: ActorOptions): ActorClass<AnyClass> => ({
