@@ -69,6 +69,10 @@ interface Actor {
   calls: Map<string, Task>
   running: number
   lastCallAt: number
+  /** Made inside a function without a name: it ends once its id's object does (see released). */
+  scoped: boolean
+  /** Scoped, and its object is gone: it ends when its last call settles. */
+  released: boolean
   /** Its last checkpoint, restored when it is made again. */
   checkpoint?: EncodedValue | undefined
   error?: ReturnType<typeof serializeError> | undefined
@@ -103,8 +107,12 @@ export class Actors {
     this.#now = options.now ?? Date.now
   }
 
-  /** Records a new actor; its constructor call (`spec.id`) follows as its first task. False if the id is taken. */
-  create(spec: ActorSpec): boolean {
+  /**
+   * Records a new actor; its constructor call (`spec.id`) follows as its
+   * first task. False if the id is taken. A `scoped` actor ends once the
+   * object of its id is freed (see released).
+   */
+  create(spec: ActorSpec, scoped = false): boolean {
     if (this.#actors.has(spec.id)) return false
     if (spec.name !== undefined && this.#names.has(spec.name)) {
       throw new NameTakenError(`an actor named ${spec.name} exists already`)
@@ -125,6 +133,8 @@ export class Actors {
       calls: new Map(),
       running: 0,
       lastCallAt: this.#now(),
+      scoped,
+      released: false,
     })
     if (spec.name !== undefined) this.#names.set(spec.name, spec.id)
     return true
@@ -226,7 +236,21 @@ export class Actors {
         return
       }
     }
-    if (a.ready.size > 0) this.#runnable.add(a)
+    if (a.released && a.calls.size === 0) this.#die(a, released(a))
+    else if (a.ready.size > 0) this.#runnable.add(a)
+  }
+
+  /**
+   * The object of an id was freed. For a scoped actor (made inside a
+   * function, without a name, not detached), that object is held by every
+   * handle to it, in threads and in stored values, and by the result of
+   * whatever holds one: when it goes, the actor ends, once its calls have.
+   */
+  released(id: string): void {
+    const a = this.#actors.get(id)
+    if (!a?.scoped || a.state === 'dead') return
+    a.released = true
+    if (a.calls.size === 0) this.#die(a, released(a))
   }
 
   /**
@@ -306,6 +330,10 @@ export class Actors {
   #actor(task: Task): Actor | undefined {
     return task.actor ? this.#actors.get(task.actor.id) : undefined
   }
+}
+
+function released(a: Actor): ActorDiedError {
+  return new ActorDiedError(`actor ${a.spec.id} ended: no handle to it is left`)
 }
 
 function died(task: Task, a: Actor | undefined): ReturnType<typeof serializeError> {

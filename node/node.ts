@@ -180,6 +180,7 @@ export class LocalNode {
       maxBytes: memoryBytes,
       ttlMs: this.#ttlMs,
       released: (bytes) => pressure.released(bytes),
+      freed: (id) => this.actors.released(id),
       spill: new SpillStore({
         dir: options.spillDir ?? mkdtempSync(join(tmpdir(), 'magpie-spill-')),
         limitBytes: options.spillLimit ?? Number.POSITIVE_INFINITY,
@@ -337,7 +338,9 @@ export class LocalNode {
     const { name: _name, detached: _detached, ...call } = spec
     // Its class's config (maxConcurrency, maxRestarts...) under the options it was made with.
     const options = { ...this.#functions.get(spec.fn)?.config, ...spec.options }
-    if (!this.actors.create({ ...spec, id: actorId, options })) return false
+    // Made by a function without a name: it lives while a handle to it does (Actors.released).
+    const scoped = from !== undefined && spec.name === undefined && options.lifetime !== 'detached'
+    if (!this.actors.create({ ...spec, id: actorId, options }, scoped)) return false
     // Made again after its node died: its last checkpoint is restored after its constructor.
     if (restore) this.actors.checkpointed(actorId, restore)
     if (from) this.#actorMade?.({ ...spec, options })

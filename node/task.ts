@@ -2,7 +2,7 @@
 
 import type { SerializedError } from '../sdk/errors.ts'
 import type { CallOptions } from '../sdk/types.ts'
-import { type ObjectEntry, refsInJson } from './store/object-store.ts'
+import { heldIdsInJson, type ObjectEntry } from './store/object-store.ts'
 import type { TaskArg } from './worker/messages.ts'
 
 /** A deployed version of a function, as a node runs it. */
@@ -103,12 +103,12 @@ export function refArguments(task: TaskSpec): string[] {
   return ids
 }
 
-/** Every object a task's arguments refer to: its top-level refs and the `$ref`s inside JSON arguments. */
+/** Every object a task's arguments refer to: its top-level refs, and the `$ref`s and `$actor`s inside JSON arguments. */
 export function argumentIds(task: TaskSpec): string[] {
   const ids = new Set<string>()
   for (const arg of task.args) {
     if (arg.kind === 'ref') ids.add(arg.id)
-    else if (arg.kind === 'json') for (const id of refsInJson(arg.text)) ids.add(id)
+    else if (arg.kind === 'json') for (const id of heldIdsInJson(arg.text)) ids.add(id)
   }
   return [...ids]
 }

@@ -124,10 +124,28 @@ export function handleOf<T>(
   )
   const target = { id, ready, toJSON: () => ({ $actor: actual }), [kActor]: true }
   return new Proxy(target, {
-    get(t, key) {
+    get(t, key, handle) {
       if (key in t || typeof key === 'symbol') return (t as Record<string | symbol, unknown>)[key]
       if (key === 'then') return undefined // not a thenable
-      return { remote: (...args: unknown[]) => call(key, args) }
+      return {
+        remote: (...args: unknown[]) => {
+          // A method keeps its handle alive (an actor may end when its last handle does).
+          void handle
+          return call(key, args)
+        },
+      }
     },
   }) as unknown as ActorHandle<T>
+}
+
+/** A decoded value with its `{"$actor": id}` markers turned into handles by `revive`. */
+export function withActorHandles(value: unknown, revive: (id: string) => unknown): unknown {
+  if (typeof value !== 'object' || value === null || value instanceof ObjectRef) return value
+  if (Array.isArray(value)) return value.map((v) => withActorHandles(v, revive))
+  const keys = Object.keys(value)
+  const id = (value as { $actor?: unknown }).$actor
+  if (keys.length === 1 && typeof id === 'string') return revive(id)
+  return Object.fromEntries(
+    keys.map((k) => [k, withActorHandles((value as Record<string, unknown>)[k], revive)]),
+  )
 }

@@ -11,6 +11,7 @@ import {
   type AnyClass,
   actorHandle,
   type HandleIO,
+  withActorHandles,
 } from './actors.ts'
 import { CallBatcher } from './call-batcher.ts'
 import {
@@ -222,11 +223,8 @@ export class Client {
     while (pending.size > 0) {
       const left = (deadline - Date.now()) / 1000
       if (left <= 0) throw new GetTimeoutError(`${pending.size} of ${ids.length} objects not ready in time`)
-      for await (const line of streamObjects(
-        this.#polls,
-        [...pending],
-        Math.min(left, MAX_POLL_S),
-        parseWithRefs,
+      for await (const line of streamObjects(this.#polls, [...pending], Math.min(left, MAX_POLL_S), (text) =>
+        this.#withActors(text, parseWithRefs(text)),
       )) {
         if (line.status !== 'ready') throw deserializeError(line.error)
         // A value read on its own may be unfinished again by now (being made again after its node died).
@@ -254,7 +252,15 @@ export class Client {
       await response.discard()
       return PENDING
     }
-    return decodeReply(response)
+    if ((response.header('content-type') ?? '').startsWith(BYTES_TYPE)) return response.bytes()
+    const text = await response.text()
+    return this.#withActors(text, decodeValue({ kind: 'json', text }))
+  }
+
+  /** A value read, with the actor handles in it (`{"$actor": id}` in its JSON `text`) usable. */
+  #withActors(text: string, value: unknown): unknown {
+    if (!text.includes('"$actor"')) return value
+    return withActorHandles(value, (id) => actorHandle(id, Promise.resolve(id), this.#handleIO))
   }
 
   /** Waits until `numReturns` of `refs` are ready; both lists keep input order. */
@@ -373,12 +379,6 @@ function checkTimeout(timeout: unknown): number | undefined {
     throw new TypeError('timeout must be a non-negative number of seconds')
   }
   return timeout
-}
-
-async function decodeReply(reply: Reply): Promise<unknown> {
-  const type = reply.header('content-type') ?? ''
-  if (type.startsWith(BYTES_TYPE)) return reply.bytes()
-  return decodeValue({ kind: 'json', text: await reply.text() })
 }
 
 /**

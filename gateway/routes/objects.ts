@@ -84,9 +84,10 @@ export function objectRoutes(backend: Backend): Hono {
 
   app.delete('/objects/:id', async (c) => {
     const id = checkId(c.req.param('id'))
-    // An object made inside a function on some node may be unknown here until looked up.
-    await requireObjects(backend, [id])
-    if (!(await backend.delete(id))) throw new ObjectNotFoundError(`no object ${id}`)
+    // An object made inside a function on some node may be unknown here until located. Not looked up:
+    // that would count the handles in its value as seen by a client, and keep what they hold alive.
+    const deleted = (await backend.delete(id)) || ((await backend.locate(id)) && (await backend.delete(id)))
+    if (!deleted) throw new ObjectNotFoundError(`no object ${id}`)
     return c.body(null, 204)
   })
 

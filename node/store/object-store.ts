@@ -79,6 +79,8 @@ export interface ObjectStoreOptions {
   now?: () => number
   /** Told of the size of every value that leaves memory (spilled, freed or dropped). */
   released?: (bytes: number) => void
+  /** Told of each object freed (its entry gone). */
+  freed?: (id: string) => void
 }
 
 export interface StoreStats {
@@ -96,15 +98,19 @@ export interface StoreStats {
 const SWEEP_MS = 1000
 /** What the store keeps of each object besides its value (its entry, its place on disk, its expiry), about 350 bytes measured. */
 const RECORD_BYTES = 384
-const REF_PATTERN = /"\$ref"\s*:\s*"([A-Za-z0-9_-]{16,64})"/g
+const HELD_PATTERN = /"\$(?:ref|actor)"\s*:\s*"([A-Za-z0-9_-]{16,64})"/g
 
 type Listener = (entry: ObjectEntry | undefined) => void
 
-/** The distinct object ids in `{"$ref": id}` markers of JSON text. */
-export function refsInJson(text: string): string[] {
-  if (!text.includes('"$ref"')) return []
+/**
+ * The distinct ids a JSON value keeps alive: its `{"$ref": id}` objects, and
+ * the actors of its `{"$actor": id}` handles (an actor's id is its
+ * constructor's object, whose end may end the actor, see Actors.released).
+ */
+export function heldIdsInJson(text: string): string[] {
+  if (!text.includes('"$ref"') && !text.includes('"$actor"')) return []
   const ids = new Set<string>()
-  for (const match of text.matchAll(REF_PATTERN)) ids.add(match[1] as string)
+  for (const match of text.matchAll(HELD_PATTERN)) ids.add(match[1] as string)
   return [...ids]
 }
 
@@ -113,6 +119,7 @@ export class ObjectStore {
   readonly #values: ValueTiers
   readonly #waiters = new Waiters<ObjectEntry>((id) => this.lookup(id))
   readonly #now: () => number
+  readonly #onFreed: ((id: string) => void) | undefined
   readonly #ttlMs: number
   readonly #expiries = new Expiries()
   readonly #sweeper: ReturnType<typeof setInterval>
@@ -123,6 +130,7 @@ export class ObjectStore {
     if (!(options.ttlMs > 0)) throw new TypeError('options.ttlMs must be a positive number')
     this.#now = options.now ?? Date.now
     this.#ttlMs = options.ttlMs
+    this.#onFreed = options.freed
     this.#values = new ValueTiers({
       maxBytes: options.maxBytes,
       spill: options.spill,
@@ -332,7 +340,7 @@ export class ObjectStore {
       entry.size = sizeOf(outcome.value)
       entry.contentType = contentTypeOf(outcome.value)
       // What the value refers to is pinned before the arguments are let go: one may be both.
-      if (outcome.value.kind === 'json') entry.refs = this.#pinAll(refsInJson(outcome.value.text))
+      if (outcome.value.kind === 'json') entry.refs = this.#pinAll(heldIdsInJson(outcome.value.text))
     } else if ('elsewhere' in outcome) {
       entry.status = 'ready'
       entry.size = outcome.elsewhere.size
@@ -481,6 +489,7 @@ export class ObjectStore {
     const refs = entry.refs
     entry.refs = undefined
     this.#waiters.notify(id, undefined)
+    this.#onFreed?.(id)
     if (refs) for (const ref of refs) this.unpin(ref)
   }
 }

@@ -9,6 +9,7 @@ import {
   type ActorOptions,
   type AnyClass,
   handleOf,
+  withActorHandles,
 } from '../../sdk/actors.ts'
 import {
   type EncodedValue,
@@ -69,16 +70,7 @@ function actorIdOf(reply: ToWorker): string {
 export function decodeArg(value: EncodedValue, refs: RefTracker): unknown {
   if (value.kind !== 'json') return asBuffer(value.bytes)
   const decoded = parseWithRefs(value.text, (ref) => refs.decoded(ref))
-  return reviveActor && value.text.includes('"$actor"') ? withActors(decoded, reviveActor) : decoded
-}
-
-function withActors(value: unknown, revive: (id: string) => unknown): unknown {
-  if (typeof value !== 'object' || value === null || value instanceof ObjectRef) return value
-  if (Array.isArray(value)) return value.map((v) => withActors(v, revive))
-  const keys = Object.keys(value)
-  const id = (value as { $actor?: unknown }).$actor
-  if (keys.length === 1 && typeof id === 'string') return revive(id)
-  return Object.fromEntries(keys.map((k) => [k, withActors((value as Record<string, unknown>)[k], revive)]))
+  return reviveActor && value.text.includes('"$actor"') ? withActorHandles(decoded, reviveActor) : decoded
 }
 
 export function encodeArg(arg: unknown): TaskArg {
@@ -143,7 +135,13 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
       })
       return made(id)
     })
-  reviveActor = (id) => actorHandleOf(id)
+  /** A handle decoded or found here: this thread holds its actor, which lives while a handle does. */
+  const heldHandle = (id: string): ActorHandle => {
+    const handle = actorHandleOf(id)
+    io.refs.decoded(handle)
+    return handle
+  }
+  reviveActor = heldHandle
 
   const makeActor = (cls: string, options: ActorOptions): ActorClass<AnyClass> => ({
     name: cls,
@@ -164,7 +162,10 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
         }))
         .then(actorIdOf)
       ready.catch(() => {})
-      return actorHandleOf(id, ready)
+      const handle = actorHandleOf(id, ready)
+      // The node counts this thread as holding the new actor already.
+      io.refs.made(handle)
+      return handle
     },
     options: (more: ActorOptions) => makeActor(cls, { ...options, ...more }),
   })
@@ -182,7 +183,7 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
         name: nameOrId,
         find: true,
       }))
-      return actorHandleOf(actorIdOf(reply))
+      return heldHandle(actorIdOf(reply))
     },
     remote: (name, options) => makeRemote(name, checkCallOptions(options)),
 

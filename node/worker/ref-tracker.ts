@@ -13,6 +13,9 @@ import type { FromWorker } from './messages.ts'
 const IDLE_COLLECT_MS = 100
 const MIN_COLLECT_GAP_MS = 50
 
+/** What keeps an object alive while reachable: an ObjectRef, or an actor handle (its id is the actor's). */
+type Handle = Pick<ObjectRef, 'id'>
+
 export class RefTracker {
   readonly #counts = new Map<string, number>()
   readonly #registry = new FinalizationRegistry<string>((id) => this.#drop(id))
@@ -24,14 +27,17 @@ export class RefTracker {
     this.#send = send
   }
 
-  /** A ref to an object made here (a call or a put): the node counts this thread as a holder already. */
-  made(ref: ObjectRef): void {
+  /**
+   * A handle to an object made here (a call's or a put's ref, or the handle
+   * of an actor made here): the node counts this thread as a holder already.
+   */
+  made(ref: Handle): void {
     this.#counts.set(ref.id, (this.#counts.get(ref.id) ?? 0) + 1)
     this.#registry.register(ref, ref.id)
   }
 
-  /** A ref decoded from a value: the node learns that this thread holds the object. */
-  decoded(ref: ObjectRef): void {
+  /** A handle decoded from a value (a ref, or an actor's): the node learns that this thread holds the object. */
+  decoded(ref: Handle): void {
     const count = this.#counts.get(ref.id) ?? 0
     if (count === 0) this.#send({ type: 'hold', id: ref.id })
     this.#counts.set(ref.id, count + 1)

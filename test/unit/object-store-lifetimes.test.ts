@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { ObjectStore, refsInJson } from '../../node/store/object-store.ts'
+import { heldIdsInJson, ObjectStore } from '../../node/store/object-store.ts'
 import { SpillStore } from '../../node/store/spill.ts'
 import { ObjectStoreFullError } from '../../sdk/errors.ts'
 
@@ -193,12 +193,24 @@ describe('ObjectStore lifetimes', () => {
     store.close()
   })
 
-  it('finds $ref ids in JSON text', () => {
-    expect(refsInJson('[1,2]')).toEqual([])
-    expect(refsInJson(`{"a":{"$ref": "${id(1)}"},"b":[{"$ref":"${id(2)}"},{"$ref":"${id(1)}"}]}`)).toEqual([
-      id(1),
-      id(2),
-    ])
+  it('finds the ids of $ref and $actor markers in JSON text', () => {
+    expect(heldIdsInJson('[1,2]')).toEqual([])
+    expect(heldIdsInJson(`{"a":{"$ref": "${id(1)}"},"b":[{"$ref":"${id(2)}"},{"$ref":"${id(1)}"}]}`)).toEqual(
+      [id(1), id(2)],
+    )
+    expect(heldIdsInJson(`[{"$actor":"${id(3)}"},{"$ref":"${id(1)}"}]`)).toEqual([id(3), id(1)])
+  })
+
+  it('says which objects it frees', () => {
+    const freed: string[] = []
+    const store = new ObjectStore({ maxBytes: 1024, ttlMs: 1000, freed: (i) => freed.push(i) })
+    store.create(id(1), null)
+    store.pin(id(1))
+    store.settle(id(1), { value: { kind: 'json', text: '1' } })
+    expect(freed).toEqual([])
+    store.unpin(id(1))
+    expect(freed).toEqual([id(1)])
+    store.close()
   })
 })
 
