@@ -2,7 +2,7 @@
  * Actor calls per second, and the memory of idle actors, on a platform in a
  * process of its own (`magpie start --cpus 2`):
  *
- *   npm run bench:actors -- [--calls 20000] [--idle 1000]
+ *   npm run bench:actors -- [--calls 20000] [--idle 1000] [--actor-threads N]
  *
  * - inside the node: a function makes the actors and calls them (1:1, one
  *   actor; n:n, 8 actors called at once), sync and async methods;
@@ -19,12 +19,13 @@ import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { connect } from '../sdk/index.ts'
-import { ROOT, startPlatformProcess } from './lib/platform-process.ts'
+import { type PlatformProcess, ROOT, startPlatformProcess } from './lib/platform-process.ts'
 
 const { values } = parseArgs({
   options: {
     calls: { type: 'string', default: '20000' },
     idle: { type: 'string', default: '1000' },
+    'actor-threads': { type: 'string' },
   },
 })
 const calls = Number(values.calls)
@@ -33,11 +34,21 @@ if (!Number.isInteger(calls) || calls < 100) throw new Error('--calls must be an
 if (!Number.isInteger(idle) || idle < 1) throw new Error('--idle must be a positive integer')
 
 const FUNCTIONS = resolve(ROOT, 'bench/functions')
-const platform = await startPlatformProcess(['--functions', FUNCTIONS, '--cpus', '2'])
-const rssMb = () => {
-  const status = readFileSync(`/proc/${platform.child.pid}/status`, 'utf8')
+const threads = values['actor-threads']
+const start = () =>
+  startPlatformProcess([
+    '--functions',
+    FUNCTIONS,
+    '--cpus',
+    '2',
+    ...(threads === undefined ? [] : ['--actor-threads', threads]),
+  ])
+const rssMb = (p: PlatformProcess) => {
+  const status = readFileSync(`/proc/${p.child.pid}/status`, 'utf8')
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 1024
 }
+const settle = () => new Promise((r) => setTimeout(r, 2000))
+let platform = await start()
 
 type Adder = { add: { remote(by: number): import('../sdk/index.ts').ObjectRef<number> } }
 class Counter {
@@ -82,25 +93,33 @@ try {
   const httpAsync11 = await overHttp('bench-async-counter', 1)
   const httpNN = await overHttp('bench-counter', 8)
 
+  await mp.close()
+  await platform.stop()
+
+  // Idle actors on a platform of their own, which has made no actor yet: their
+  // cost counts the threads they are given too.
+  platform = await start()
+  const fresh = connect(platform.url)
   const fanout = async () =>
-    ((await mp.get(mp.remote('bench-fanout').remote(calls), { timeout: 300 })) as { perSecond: number })
+    ((await fresh.get(fresh.remote('bench-fanout').remote(calls), { timeout: 300 })) as { perSecond: number })
       .perSecond
   await fanout()
   const tasksAlone = await fanout()
-  const before = rssMb()
+  await settle()
+  const before = rssMb(platform)
   const many = Array.from(
     { length: idle },
-    () => mp.actor<typeof Counter>('bench-counter').remote() as unknown as Adder,
+    () => fresh.actor<typeof Counter>('bench-counter').remote() as unknown as Adder,
   )
-  await mp.get(
+  await fresh.get(
     many.map((h) => h.add.remote(0)),
     { timeout: 300 },
   )
-  await new Promise((r) => setTimeout(r, 2000))
-  const after = rssMb()
+  await settle()
+  const after = rssMb(platform)
   // Tasks beside the idle actors: as fast as without them.
   const tasksBeside = await fanout()
-  await mp.close()
+  await fresh.close()
   console.log(
     JSON.stringify(
       {

@@ -27,7 +27,8 @@ commands:
                               to disk (default a temporary folder); [--spill-limit SIZE] disk for them
         calls (start, --join, --nodes): [--max-call-time S] the longest any call may run, in seconds;
                               [--worker-memory 512MiB] the most heap one worker thread may use;
-                              [--max-call-output 1MiB] what one call may write to stdout and stderr
+                              [--max-call-output 1MiB] what one call may write to stdout and stderr;
+                              [--actor-threads N] threads for actors (default 4 per CPU), then shared
         gateway (start, --head, --nodes): [--max-body 64MiB] largest request body;
                               [--metrics-public] /metrics without the token;
                               [--max-queued N] [--max-queued-bytes SIZE] calls (and bytes of their
@@ -71,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
       'max-call-time': { type: 'string' },
       'worker-memory': { type: 'string' },
       'max-call-output': { type: 'string' },
+      'actor-threads': { type: 'string' },
       'max-queued': { type: 'string' },
       'max-queued-bytes': { type: 'string' },
       'stop-grace': { type: 'string' },
@@ -108,6 +110,7 @@ async function main(argv: string[]): Promise<number> {
         maxCallTime: values['max-call-time'],
         workerMemory: values['worker-memory'],
         maxCallOutput: values['max-call-output'],
+        actorThreads: values['actor-threads'],
         maxQueued: values['max-queued'],
         maxQueuedBytes: values['max-queued-bytes'],
         stopGrace: values['stop-grace'],

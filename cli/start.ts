@@ -34,6 +34,7 @@ export interface StartFlags {
   maxCallTime?: string | undefined
   workerMemory?: string | undefined
   maxCallOutput?: string | undefined
+  actorThreads?: string | undefined
   maxQueued?: string | undefined
   maxQueuedBytes?: string | undefined
   resources?: string | undefined
@@ -58,12 +59,15 @@ function storeFlags(flags: StartFlags): {
   maxCallTimeMs?: number
   workerMemoryMb?: number
   maxCallOutputBytes?: number
+  actorThreads?: number
 } {
+  const actorThreads = integerFlag('actor-threads', flags.actorThreads, 1)
   return {
     ...(flags.maxCallOutput === undefined
       ? {}
       : { maxCallOutputBytes: parseBytes('max-call-output', flags.maxCallOutput) }),
     ...(flags.workerMemory === undefined ? {} : { workerMemoryMb: workerMemoryFlag(flags.workerMemory) }),
+    ...(actorThreads === undefined ? {} : { actorThreads }),
     ...(flags.maxCallTime === undefined ? {} : { maxCallTimeMs: maxCallTimeFlag(flags.maxCallTime) }),
     ...(flags.objectStoreMemory === undefined
       ? {}
@@ -80,6 +84,7 @@ function storeArgs(flags: StartFlags): string[] {
   if (flags.maxCallTime !== undefined) args.push('--max-call-time', flags.maxCallTime)
   if (flags.workerMemory !== undefined) args.push('--worker-memory', flags.workerMemory)
   if (flags.maxCallOutput !== undefined) args.push('--max-call-output', flags.maxCallOutput)
+  if (flags.actorThreads !== undefined) args.push('--actor-threads', flags.actorThreads)
   // A head's Redis is not for its nodes: they keep their spill files in a temporary folder.
   if (flags.state !== undefined && !isRedisUrl(flags.state)) args.push('--state', resolve(flags.state))
   return args

@@ -33,6 +33,8 @@ export interface PlatformOptions {
   maxCallTimeMs?: number | undefined
   /** The most heap a worker thread may use, in MiB (`--worker-memory`). */
   workerMemoryMb?: number | undefined
+  /** Threads for actors, at most (`--actor-threads`). */
+  actorThreads?: number | undefined
   /** Bytes one call may write to stdout and stderr (`--max-call-output`). */
   maxCallOutputBytes?: number | undefined
   /** Bounds on calls waiting (`--max-queued`, `--max-queued-bytes`; defaults from memory). */
@@ -83,6 +85,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,
     workerMemoryMb: options.workerMemoryMb,
+    actorThreads: options.actorThreads,
     maxCallOutputBytes: options.maxCallOutputBytes,
     admission: options.admission,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),

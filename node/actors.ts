@@ -1,14 +1,15 @@
 /**
  * A node's actors: instances of a class, each living in one of the node's
- * actor threads (beside its task workers, made when first needed, at most
- * one per CPU), whose method calls run there in the order they were
- * submitted, one at a time, or up to `maxConcurrency` at once for a class
- * that sets it. Calls go to the actor's thread ahead of their turn (up to
- * PIPELINE), and the thread keeps each actor to its order and concurrency.
- * As in Ray, an actor holds no CPU slot, idle or running: tasks never wait
- * for actors, nor actors for tasks. Actor threads interleave the calls of
- * their actors: a busy actor's queue holds back no other actor, though a
- * long synchronous method holds its thread (as it would any task's).
+ * actor threads (beside its task workers: a thread of its own while there
+ * are fewer than `actorThreads`, then the thread with the fewest actors;
+ * see WorkerPool.actorHost), whose method calls run there in the order they
+ * were submitted, one at a time, or up to `maxConcurrency` at once for a
+ * class that sets it. Calls go to the actor's thread ahead of their turn (up
+ * to PIPELINE), and the thread keeps each actor to its order and
+ * concurrency. As in Ray, an actor holds no CPU slot, idle or running: tasks
+ * never wait for actors, nor actors for tasks. A busy actor's queue holds
+ * back no other actor; a long synchronous method holds its thread, and so
+ * only the actors that share it (none, below `actorThreads` actors).
  *
  * A call is a task (node/task.ts) with `actor` set; the constructor is call
  * 0, whose object settles when the actor is up (or fails with the
@@ -101,6 +102,8 @@ export class Actors {
   readonly #now: () => number
   /** Actors that may have a call to run, in the order they are looked at. */
   readonly #runnable = new Set<Actor>()
+  /** Live actors per thread. */
+  readonly #on = new Map<WorkerHandle, number>()
 
   constructor(options: ActorsOptions) {
     this.#o = options
@@ -163,6 +166,11 @@ export class Actors {
       pending: a.calls.size,
       ...(a.error ? { error: a.error } : {}),
     }
+  }
+
+  /** How many live actors a thread holds. */
+  on(worker: WorkerHandle): number {
+    return this.#on.get(worker) ?? 0
   }
 
   list(): ActorInfo[] {
@@ -259,6 +267,7 @@ export class Actors {
    * maxTaskRetries allow, see TaskRunner.crashed), else dies with its calls.
    */
   hostDied(worker: WorkerHandle): void {
+    this.#on.delete(worker)
     for (const a of this.#actors.values()) {
       if (a.host !== worker || a.state === 'dead') continue
       a.host = undefined
@@ -313,7 +322,10 @@ export class Actors {
     if (error) a.error = serializeError(error)
     if (a.spec.name !== undefined && this.#names.get(a.spec.name) === a.spec.id)
       this.#names.delete(a.spec.name)
-    if (a.host) this.#o.drop(a.host, a.spec.id)
+    if (a.host) {
+      this.#o.drop(a.host, a.spec.id)
+      this.#on.set(a.host, this.on(a.host) - 1)
+    }
     const waiting = [...a.calls.values()]
     a.calls.clear()
     a.ready.clear()
@@ -322,7 +334,10 @@ export class Actors {
   }
 
   #start(a: Actor, task: Task): void {
-    a.host ??= this.#o.host()
+    if (!a.host) {
+      a.host = this.#o.host()
+      this.#on.set(a.host, this.on(a.host) + 1)
+    }
     a.running += 1
     this.#o.run(a.host, task)
   }

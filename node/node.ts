@@ -50,6 +50,8 @@ export interface NodeOptions {
   ttlS?: number
   /** The most heap one worker thread may use, in MiB: a call past it fails with WORKER_CRASHED, the node lives on. */
   workerMemoryMb?: number | undefined
+  /** Threads for actors, at most (`--actor-threads`; default four per CPU, at least 4). */
+  actorThreads?: number | undefined
   /** Bytes one call may write to stdout and stderr; the rest is dropped, with a marker (default 1 MiB). */
   maxCallOutputBytes?: number | undefined
   /** Bounds on the calls from outside that may wait here (backpressure; defaults from memory). */
@@ -231,6 +233,8 @@ export class LocalNode {
       functions: options.functions,
       store,
       workerMemoryMb: options.workerMemoryMb,
+      actorThreads: options.actorThreads,
+      actorsOn: (worker) => this.actors.on(worker),
       maxCallOutputBytes: options.maxCallOutputBytes ?? DEFAULT_CALL_OUTPUT_BYTES,
       room: this.#room.cells,
       messages: (worker, batch) => {

@@ -23,6 +23,10 @@ export interface WorkerPoolOptions {
   workerMemoryMb?: number | undefined
   /** Bytes one call may write to stdout and stderr. */
   maxCallOutputBytes: number
+  /** Threads for actors, at most (default: four per CPU, at least 4); past it, actors share them. */
+  actorThreads?: number | undefined
+  /** How many live actors a thread holds. */
+  actorsOn?: (worker: WorkerHandle) => number
   /** Whether the node is full (see room.ts). */
   room: Int32Array
   messages(worker: WorkerHandle, batch: FromWorker[]): void
@@ -32,8 +36,11 @@ export interface WorkerPoolOptions {
   replaced(worker: WorkerHandle): void
 }
 
-/** A sized thread unused for this long is ended. */
+/** A sized thread unused for this long is ended, and so is an actor thread with no actor left. */
 const SIZED_IDLE_MS = 30_000
+
+/** Actor threads per CPU, by default. */
+const ACTOR_THREADS_PER_CPU = 4
 
 export class WorkerPool {
   readonly workers: WorkerHandle[] = []
@@ -41,7 +48,6 @@ export class WorkerPool {
   readonly sized: WorkerHandle[] = []
   /** Threads that hold actors. */
   readonly hosts: WorkerHandle[] = []
-  #nextHost = 0
   readonly #options: WorkerPoolOptions
   readonly #offFunctions: () => void
   /** When each sized thread was last seen with nothing to do. */
@@ -74,14 +80,28 @@ export class WorkerPool {
     return this.sized.length > 0
   }
 
-  /** The thread for a new actor: the next in turn, made while there are fewer than one per CPU. */
+  /**
+   * The thread for a new actor: one with no actor, made while there are
+   * fewer than `actorThreads`, so that a long synchronous method holds back
+   * no other actor; past that, the thread with the fewest actors.
+   */
   actorHost(): WorkerHandle {
-    if (this.hosts.length < this.#options.cpus) {
-      const host = this.#spawn(this.#nextIndex++, this.#options.workerMemoryMb)
-      this.hosts.push(host)
-      return host
+    const actorsOn = this.#options.actorsOn ?? (() => 0)
+    let fewest: WorkerHandle | undefined
+    let count = Number.POSITIVE_INFINITY
+    for (const host of this.hosts) {
+      const n = actorsOn(host)
+      if (host.alive && n < count) {
+        fewest = host
+        count = n
+      }
     }
-    return this.hosts[this.#nextHost++ % this.hosts.length] as WorkerHandle
+    if (fewest && count === 0) return fewest
+    const most = this.#options.actorThreads ?? Math.max(4, ACTOR_THREADS_PER_CPU * this.#options.cpus)
+    if (fewest && this.hosts.length >= most) return fewest
+    const host = this.#spawn(this.#nextIndex++, this.#options.workerMemoryMb)
+    this.hosts.push(host)
+    return host
   }
 
   /**
@@ -170,11 +190,12 @@ export class WorkerPool {
     )
   }
 
-  /** Ends the sized threads that had nothing to do for a while. */
+  /** Ends the sized threads that had nothing to do for a while, and the actor threads left without actors. */
   #reapIdle(): void {
     const now = Date.now()
-    for (const w of this.sized) {
-      if (w.assigned.size > 0 || w.holds.size > 0) {
+    const actorsOn = this.#options.actorsOn ?? (() => 1)
+    for (const w of [...this.sized, ...this.hosts]) {
+      if (w.assigned.size > 0 || w.holds.size > 0 || (this.hosts.includes(w) && actorsOn(w) > 0)) {
         this.#idleSince.delete(w)
         continue
       }

@@ -20,6 +20,9 @@ class Counter {
   value(): number {
     return 0
   }
+  spin(_ms: number): number {
+    return 0
+  }
 }
 
 class Sleeper {
@@ -213,6 +216,20 @@ describe('actors', () => {
     if (cluster) expect(await state(kept?.id ?? '')).toBe('alive')
     else expect(await until(kept?.id ?? '', 'dead')).toBe('dead')
   }, 60_000)
+
+  it('answers other actors, and tasks, while one runs a long synchronous method', async () => {
+    const busy = mp.actor<typeof Counter>('counter').remote()
+    const others = Array.from({ length: 3 }, () => mp.actor<typeof Counter>('counter').remote())
+    await mp.get([busy, ...others].map((c) => c.value.remote()))
+    const spin = busy.spin.remote(3000)
+    await new Promise((r) => setTimeout(r, 300))
+    const started = Date.now()
+    expect(await mp.get(others.map((c) => c.increment.remote()), { timeout: 10 })).toEqual([1, 1, 1])
+    expect(await mp.get(mp.remote('stamp').remote(), { timeout: 10 })).toBeDefined()
+    // Well before the spin ends (2.7 s from then).
+    expect(Date.now() - started).toBeLessThan(1500)
+    expect(await mp.get(spin, { timeout: 10 })).toBe(0)
+  }, 30_000)
 
   it('fails a method that throws with FUNCTION_ERROR, and the actor lives on', async () => {
     const c = mp.actor<typeof Counter>('counter').remote()

@@ -59,6 +59,8 @@ export interface NodeProcessOptions {
   maxCallTimeMs?: number | undefined
   /** The most heap a worker thread may use, in MiB (`--worker-memory`). */
   workerMemoryMb?: number | undefined
+  /** Threads for actors, at most (`--actor-threads`). */
+  actorThreads?: number | undefined
   /** Bytes one call may write to stdout and stderr (`--max-call-output`). */
   maxCallOutputBytes?: number | undefined
   spillLimit?: number | undefined
@@ -89,6 +91,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,
     workerMemoryMb: options.workerMemoryMb,
+    actorThreads: options.actorThreads,
     maxCallOutputBytes: options.maxCallOutputBytes,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
