@@ -26,7 +26,7 @@ import {
 import { BadRequestError, deserializeError, GetTimeoutError, type MagpieError } from './errors.ts'
 import { streamObjects } from './object-stream.ts'
 import { ProgressBar } from './progress.ts'
-import { type Body, type Reply, Transport, type TransportOptions } from './transport.ts'
+import { type Body, Transport, type TransportOptions } from './transport.ts'
 import type {
   AnyFunction,
   CallOptions,

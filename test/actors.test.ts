@@ -187,7 +187,8 @@ describe('actors', () => {
     const actors = async () => (await (await fetch(`${ctx.url}/v1/actors`)).json()) as Info[]
     const state = async (id: string) => (await actors()).find((a) => a.id === id)?.state
     const until = async (id: string, wanted: string) => {
-      for (let i = 0; i < 100 && (await state(id)) !== wanted; i++) await new Promise((r) => setTimeout(r, 100))
+      for (let i = 0; i < 100 && (await state(id)) !== wanted; i++)
+        await new Promise((r) => setTimeout(r, 100))
       return state(id)
     }
     const scoped = mp.remote('scoped-actor')
@@ -224,7 +225,12 @@ describe('actors', () => {
     const spin = busy.spin.remote(3000)
     await new Promise((r) => setTimeout(r, 300))
     const started = Date.now()
-    expect(await mp.get(others.map((c) => c.increment.remote()), { timeout: 10 })).toEqual([1, 1, 1])
+    expect(
+      await mp.get(
+        others.map((c) => c.increment.remote()),
+        { timeout: 10 },
+      ),
+    ).toEqual([1, 1, 1])
     expect(await mp.get(mp.remote('stamp').remote(), { timeout: 10 })).toBeDefined()
     // Well before the spin ends (2.7 s from then).
     expect(Date.now() - started).toBeLessThan(1500)
