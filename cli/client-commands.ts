@@ -46,6 +46,24 @@ export async function runGet(url: string, token: string | undefined, args: strin
   return 0
 }
 
+/** `magpie logs ID [-f] [--children] [--timestamps]`: what a call wrote, as its lines come with -f. */
+export async function runLogs(
+  url: string,
+  token: string | undefined,
+  args: string[],
+  options: { follow: boolean; children: boolean; timestamps: boolean },
+) {
+  const [id] = args
+  if (!id) throw new Error('usage: magpie logs ID [-f] [--children] [--timestamps]')
+  const mp = connect(url, { token })
+  try {
+    for await (const line of mp.logs(new ObjectRef(id), options)) process.stdout.write(`${line}\n`)
+  } finally {
+    await mp.close()
+  }
+  return 0
+}
+
 export async function runStatus(url: string, token: string | undefined) {
   const mp = connect(url, { token })
   try {

@@ -1,6 +1,6 @@
 /** The magpie command line: start the platform, call functions, read objects. */
 import { parseArgs } from 'node:util'
-import { runGet, runInvoke, runStatus } from './client-commands.ts'
+import { runGet, runInvoke, runLogs, runStatus } from './client-commands.ts'
 import { runDeploy } from './deploy.ts'
 import { runNew } from './new.ts'
 import { runSecret } from './secret.ts'
@@ -28,7 +28,8 @@ commands:
         calls (start, --join, --nodes): [--max-call-time S] the longest any call may run, in seconds;
                               [--worker-memory 512MiB] the most heap one worker thread may use;
                               [--max-call-output 1MiB] what one call may write to stdout and stderr;
-                              [--actor-threads N] threads for actors (default 4 per CPU), then shared
+                              [--actor-threads N] threads for actors (default 4 per CPU), then shared;
+                              [--log-retention 64MiB,1h] what calls wrote, kept per node for their logs
         gateway (start, --head, --nodes): [--max-body 64MiB] largest request body;
                               [--metrics-public] /metrics without the token;
                               [--max-queued N] [--max-queued-bytes SIZE] calls (and bytes of their
@@ -46,6 +47,9 @@ commands:
                               names only); a function reads those its config.secrets grants with env
   invoke NAME [JSON] [--async] call a function (JSON: an array of arguments); NAME@VERSION pins one
   get ID                       read an object, waiting until it is ready
+  logs ID [-f] [--children] [--timestamps]
+                              what a call wrote (-f: and what it writes, until it settles;
+                              --children: and the calls it made, each line prefixed [id])
   status                       nodes, queues and objects at a glance
 
 client commands take --url (default $MAGPIE_URL or http://127.0.0.1:8080) and --token ($MAGPIE_TOKEN).`
@@ -73,6 +77,7 @@ async function main(argv: string[]): Promise<number> {
       'worker-memory': { type: 'string' },
       'max-call-output': { type: 'string' },
       'actor-threads': { type: 'string' },
+      'log-retention': { type: 'string' },
       'max-queued': { type: 'string' },
       'max-queued-bytes': { type: 'string' },
       'stop-grace': { type: 'string' },
@@ -87,6 +92,9 @@ async function main(argv: string[]): Promise<number> {
       'admin-token': { type: 'string' },
       'keep-versions': { type: 'string' },
       'max-bundle': { type: 'string' },
+      follow: { type: 'boolean', short: 'f' },
+      children: { type: 'boolean' },
+      timestamps: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -111,6 +119,7 @@ async function main(argv: string[]): Promise<number> {
         workerMemory: values['worker-memory'],
         maxCallOutput: values['max-call-output'],
         actorThreads: values['actor-threads'],
+        logRetention: values['log-retention'],
         maxQueued: values['max-queued'],
         maxQueuedBytes: values['max-queued-bytes'],
         stopGrace: values['stop-grace'],
@@ -128,6 +137,12 @@ async function main(argv: string[]): Promise<number> {
       return runInvoke(url, token, positionals, values.async === true)
     case 'get':
       return runGet(url, token, positionals)
+    case 'logs':
+      return runLogs(url, token, positionals, {
+        follow: values.follow === true,
+        children: values.children === true,
+        timestamps: values.timestamps === true,
+      })
     case 'status':
       return runStatus(url, token)
     default:

@@ -14,8 +14,9 @@ import { checkSecret, readSecretFile } from '../cluster/secret.ts'
 import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
 import { stopBundler } from '../gateway/registry/bundle.ts'
+import { DEFAULT_LOG_RETENTION } from '../node/node.ts'
 import { MAX_TIMEOUT_MS } from '../sdk/types.ts'
-import { parseBytes } from './units.ts'
+import { parseBytes, parseLogRetention } from './units.ts'
 import { watchFunctions } from './watch.ts'
 
 export interface StartFlags {
@@ -35,6 +36,7 @@ export interface StartFlags {
   workerMemory?: string | undefined
   maxCallOutput?: string | undefined
   actorThreads?: string | undefined
+  logRetention?: string | undefined
   maxQueued?: string | undefined
   maxQueuedBytes?: string | undefined
   resources?: string | undefined
@@ -60,6 +62,7 @@ function storeFlags(flags: StartFlags): {
   workerMemoryMb?: number
   maxCallOutputBytes?: number
   actorThreads?: number
+  logRetention?: { bytes: number; ageMs: number }
 } {
   const actorThreads = integerFlag('actor-threads', flags.actorThreads, 1)
   return {
@@ -68,6 +71,9 @@ function storeFlags(flags: StartFlags): {
       : { maxCallOutputBytes: parseBytes('max-call-output', flags.maxCallOutput) }),
     ...(flags.workerMemory === undefined ? {} : { workerMemoryMb: workerMemoryFlag(flags.workerMemory) }),
     ...(actorThreads === undefined ? {} : { actorThreads }),
+    ...(flags.logRetention === undefined
+      ? {}
+      : { logRetention: parseLogRetention(flags.logRetention, DEFAULT_LOG_RETENTION) }),
     ...(flags.maxCallTime === undefined ? {} : { maxCallTimeMs: maxCallTimeFlag(flags.maxCallTime) }),
     ...(flags.objectStoreMemory === undefined
       ? {}
@@ -85,6 +91,7 @@ function storeArgs(flags: StartFlags): string[] {
   if (flags.workerMemory !== undefined) args.push('--worker-memory', flags.workerMemory)
   if (flags.maxCallOutput !== undefined) args.push('--max-call-output', flags.maxCallOutput)
   if (flags.actorThreads !== undefined) args.push('--actor-threads', flags.actorThreads)
+  if (flags.logRetention !== undefined) args.push('--log-retention', flags.logRetention)
   // A head's Redis is not for its nodes: they keep their spill files in a temporary folder.
   if (flags.state !== undefined && !isRedisUrl(flags.state)) args.push('--state', resolve(flags.state))
   return args

@@ -34,3 +34,22 @@ export function parseBytes(name: string, raw: string, total = totalmem()): numbe
   if (!(bytes > 0)) throw new Error(`--${name} must be more than 0 bytes: ${raw}`)
   return bytes
 }
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** A duration flag (`90s`, `30m`, `1h`, `2d`; a bare number is seconds), in ms. */
+export function parseDuration(name: string, raw: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/.exec(raw)
+  const ms = match ? Number(match[1]) * (DURATION_UNITS[match[2] ?? 's'] ?? 1000) : Number.NaN
+  if (!(ms > 0)) throw new Error(`--${name} takes a duration such as 90s, 30m, 1h or 2d: ${raw}`)
+  return ms
+}
+
+/** `--log-retention SIZE[,AGE]` (64MiB,1h): the bytes of call logs a node keeps, and for how long. */
+export function parseLogRetention(raw: string, defaults: { bytes: number; ageMs: number }) {
+  const [size = '', age = ''] = raw.split(',')
+  return {
+    bytes: size.trim() === '' ? defaults.bytes : parseBytes('log-retention', size),
+    ageMs: age.trim() === '' ? defaults.ageMs : parseDuration('log-retention', age),
+  }
+}

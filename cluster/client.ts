@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream'
 import { request } from 'undici'
 import type { z } from 'zod'
 import type { ActorInfo } from '../node/actors.ts'
+import type { LogLine, LogsRead } from '../node/call-logs.ts'
 import { toShared } from '../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../sdk/codec.ts'
 import { ERROR_STATUS, errorFromBody, MagpieError } from '../sdk/errors.ts'
@@ -236,6 +237,37 @@ export class InternalClient {
     })
     const text = await response.body.text()
     if (response.statusCode >= 400) throw errorFromBody(parseJson(text), response.statusCode)
+  }
+
+  /**
+   * What a call wrote at `at` (see ROUTES.logs): the read first, then, with
+   * `follow`, each line as it comes, until the call settles there or
+   * `signal` aborts.
+   */
+  async *logs(
+    at: string,
+    id: string,
+    children: boolean,
+    follow: boolean,
+    signal: AbortSignal,
+  ): AsyncGenerator<{ read?: LogsRead; line?: LogLine; end?: true }> {
+    const query = `?children=${children ? 1 : 0}&follow=${follow ? 1 : 0}`
+    const response = await request(this.#url(at, ROUTES.logs, id, query), { headers: this.#auth, signal })
+    if (response.statusCode !== 200) {
+      const text = await response.body.text()
+      throw errorFromBody(parseJson(text), response.statusCode)
+    }
+    let rest = ''
+    response.body.setEncoding('utf8')
+    try {
+      for await (const chunk of response.body) {
+        const lines = (rest + chunk).split('\n')
+        rest = lines.pop() ?? ''
+        for (const line of lines) if (line !== '') yield JSON.parse(line)
+      }
+    } catch (err) {
+      if (!signal.aborted) throw err
+    }
   }
 
   async deleteObject(at: string, id: string): Promise<void> {

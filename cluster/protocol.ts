@@ -61,6 +61,13 @@ export const ROUTES = {
   actorCheckpoint: '/internal/actors/:id/checkpoint',
   /** head: a method call from inside a function, of an actor on another node (Call, with actor). */
   actorCalls: '/internal/actor-calls',
+  /**
+   * node: what a call wrote here (`?children=1`: and the calls under it;
+   * `?follow=1`: and what comes, until it settles here or the reader goes; a
+   * call not known here is followed until the reader goes), as
+   * NDJSON: `{"read": LogsRead}`, then `{"line": LogLine}`s, then `{"end": true}`.
+   */
+  logs: '/internal/logs/:id',
 } as const
 
 /** Node ids: `n` and six letters or digits; the ids of objects a node makes start with it and `_`. */
@@ -194,6 +201,8 @@ export const Call = z.object({
       restore: WireArg.optional(),
     })
     .optional(),
+  /** The call whose function made this one, if one did: its logs are found under that call's too. */
+  parent: objectId.optional(),
 })
 export type Call = z.infer<typeof Call>
 export const CallBatch = z.array(Call)

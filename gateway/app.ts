@@ -14,6 +14,7 @@ import type { FunctionRegistry } from './registry/registry.ts'
 import { actorRoutes } from './routes/actors.ts'
 import { functionRoutes } from './routes/functions.ts'
 import { healthRoutes } from './routes/health.ts'
+import { logRoutes } from './routes/logs.ts'
 import { objectRoutes } from './routes/objects.ts'
 import { secretRoutes } from './routes/secrets.ts'
 import type { SecretStore } from './secrets.ts'
@@ -80,6 +81,7 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
     }),
   )
   app.route('/v1', objectRoutes(options.backend))
+  app.route('/v1', logRoutes(options.backend))
   app.route('/v1', actorRoutes(options.backend, options.functions))
   app.route('/v1', secretRoutes(options.secrets, options.backend, adminToken(options.adminToken)))
 

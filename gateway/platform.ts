@@ -35,6 +35,8 @@ export interface PlatformOptions {
   workerMemoryMb?: number | undefined
   /** Threads for actors, at most (`--actor-threads`). */
   actorThreads?: number | undefined
+  /** What calls wrote, kept for their logs (`--log-retention`). */
+  logRetention?: { bytes: number; ageMs: number } | undefined
   /** Bytes one call may write to stdout and stderr (`--max-call-output`). */
   maxCallOutputBytes?: number | undefined
   /** Bounds on calls waiting (`--max-queued`, `--max-queued-bytes`; defaults from memory). */
@@ -86,6 +88,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     maxCallTimeMs: options.maxCallTimeMs,
     workerMemoryMb: options.workerMemoryMb,
     actorThreads: options.actorThreads,
+    logRetention: options.logRetention,
     maxCallOutputBytes: options.maxCallOutputBytes,
     admission: options.admission,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),

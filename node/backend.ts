@@ -8,6 +8,7 @@ import type { Context } from 'hono'
 import { type EncodedValue, ID_HEADER } from '../sdk/codec.ts'
 import { MagpieError, type SerializedError } from '../sdk/errors.ts'
 import type { ActorInfo, ActorSpec } from './actors.ts'
+import type { LogsFollow, LogsRead } from './call-logs.ts'
 import { fileResponse, STREAM_FROM_DISK_BYTES } from './http/responses.ts'
 import type { CancelRequest, LocalNode, NodeStats, TaskSpec } from './node.ts'
 import type { ObjectStatus } from './store/object-store.ts'
@@ -97,6 +98,11 @@ export interface Backend {
   cancel(id: string, how: CancelRequest): Promise<boolean>
   /** Frees an object wherever it is stored; false if it is unknown. */
   delete(id: string): Promise<boolean>
+  /**
+   * What a call wrote, wherever it ran (with `children`, the calls it made,
+   * down the tree); with `follow`, the lines to come, until it settles.
+   */
+  logs(id: string, children: boolean, follow?: LogsFollow): Promise<LogsRead>
   nodes(): NodeInfo[]
   ready(): boolean
 }
@@ -132,6 +138,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     waitAny: (ids, count, timeoutMs) => node.store.waitAny(ids, count, timeoutMs),
     cancel: async (id, how) => node.cancel(id, how),
     delete: async (id) => node.delete(id),
+    logs: async (id, children, follow) => node.readLogs(id, children, follow),
     nodes: () => {
       const { steals, ...stats } = node.stats()
       return [

@@ -14,7 +14,9 @@ import type { EncodedValue } from '../sdk/codec.ts'
 import { ActorNotFoundError, FunctionNotFoundError, type SerializedError } from '../sdk/errors.ts'
 import { type ActorSpec, Actors } from './actors.ts'
 import { Admission, type AdmissionLimits } from './admission.ts'
+import { CallLogs, type LogsFollow, type LogsRead } from './call-logs.ts'
 import { Dispatcher } from './dispatcher.ts'
+import { LogPrinter } from './log-printer.ts'
 import { MemoryPressure } from './memory-pressure.ts'
 import { NodeCounters } from './node-counters.ts'
 import { RemoteObjects } from './remote-objects.ts'
@@ -30,12 +32,18 @@ import { WorkerRequests } from './worker-requests.ts'
 
 /** How often idle actors are looked at for their TTL, in ms. */
 const ACTOR_SWEEP_MS = 5000
+/** What calls wrote, kept by default: 64 MiB in all, for an hour after a call's last line. */
+export const DEFAULT_LOG_RETENTION = { bytes: 64 * 2 ** 20, ageMs: 3_600_000 }
 
 /** Bytes one call may write to stdout and stderr, by default. */
 export const DEFAULT_CALL_OUTPUT_BYTES = 2 ** 20
 
 export interface NodeOptions {
   functions: FunctionCatalog
+  /** What calls wrote, kept for their logs: bytes in all, and age after a call's last line (`--log-retention`). */
+  logRetention?: { bytes: number; ageMs: number } | undefined
+  /** Whether calls' lines also go to this process's stdout and stderr, prefixed (default true). */
+  printLogs?: boolean | undefined
   /** This node's id in a cluster: objects made here have ids that start with it and `_`. */
   id?: string
   /** Worker threads (default: one per core). */
@@ -135,6 +143,9 @@ export class LocalNode {
   readonly #children = new Map<string, string[]>()
   /** The actors living on this node. */
   readonly actors: Actors
+  /** What calls wrote (GET /v1/objects/{id}/logs). */
+  readonly logs: CallLogs
+  readonly #printer: LogPrinter | undefined
   readonly #cancelElsewhere: NodeOptions['cancelElsewhere']
   readonly #actorElsewhere: NodeOptions['actorElsewhere']
   readonly #actorSweeper: ReturnType<typeof setInterval>
@@ -178,6 +189,9 @@ export class LocalNode {
       inMemory: () => this.store.memoryBytes,
       collectWorkers: (which) => this.#pool.collect(which),
     })
+    const retention = options.logRetention ?? DEFAULT_LOG_RETENTION
+    this.logs = new CallLogs({ maxBytes: retention.bytes, maxAgeMs: retention.ageMs })
+    this.#printer = options.printLogs === false ? undefined : new LogPrinter()
     this.store = new ObjectStore({
       maxBytes: memoryBytes,
       ttlMs: this.#ttlMs,
@@ -206,6 +220,7 @@ export class LocalNode {
       checkpointOf: (id) => this.actors.checkpointOf(id),
       settled: (task, ok) => {
         this.#children.delete(task.id)
+        this.logs.settled(task.id)
         if (task.actor) this.actors.settled(task, ok)
       },
     })
@@ -222,6 +237,15 @@ export class LocalNode {
       actors: () => this.actors,
       createActor: (spec, from) => this.createActor(spec, from),
       findActorElsewhere: options.findActorElsewhere,
+      log: (m) => {
+        // A call made on another node runs here: its lines are found under its parent's too.
+        if (!this.logs.has(m.id)) {
+          const parent = this.#tasks.runningTask(m.id)?.parent
+          if (parent !== undefined) this.logs.link(parent, m.id)
+        }
+        this.logs.add(m.id, m.fn, { t: m.t, stream: m.stream, text: m.text })
+        this.#printer?.print(m.id, m.fn, m.stream, m.text)
+      },
       checkpointed: (id, state) => {
         this.actors.checkpointed(id, state)
         this.#actorCheckpointed?.(id, state)
@@ -273,7 +297,10 @@ export class LocalNode {
       },
     })
     // Actors idle past their TTL are let go (not the detached ones).
-    this.#actorSweeper = setInterval(() => this.actors.expire(this.#ttlMs), ACTOR_SWEEP_MS)
+    this.#actorSweeper = setInterval(() => {
+      this.actors.expire(this.#ttlMs)
+      this.logs.sweep()
+    }, ACTOR_SWEEP_MS)
     this.#actorSweeper.unref()
     this.#publishRoom()
   }
@@ -320,6 +347,7 @@ export class LocalNode {
     if (task.actor) this.actors.submitted(task)
     if (from) this.#pool.hold(from, spec.id)
     if (parent) {
+      this.logs.link(parent, spec.id)
       const siblings = this.#children.get(parent)
       if (siblings) siblings.push(spec.id)
       else this.#children.set(parent, [spec.id])
@@ -349,6 +377,28 @@ export class LocalNode {
     if (restore) this.actors.checkpointed(actorId, restore)
     if (from) this.#actorMade?.({ ...spec, options })
     return this.submit({ ...call, actor: { id: actorId, method: null } }, from)
+  }
+
+  /**
+   * What a call wrote here (with `children`, the calls under it too), and,
+   * with `follow`, the lines to come until it settles. A call not known here
+   * is followed only with `elsewhere` (a head asks every node: the call may
+   * yet run here, or its children), until the reader goes away.
+   */
+  readLogs(id: string, children: boolean, follow?: LogsFollow, elsewhere = false): LogsRead {
+    const entry = this.store.lookup(id)
+    if (follow && !(entry && isSettled(entry))) {
+      const stop = this.logs.follow(
+        id,
+        { chunk: (of, chunk) => follow.line({ ...chunk, id: of }), end: () => follow.end() },
+        children,
+      )
+      follow.signal.addEventListener('abort', stop, { once: true })
+      // A call that is gone here, or was never here: nothing will settle it here.
+      if (!entry && !elsewhere) queueMicrotask(() => follow.end())
+    } else if (follow) queueMicrotask(() => follow.end())
+    const { chunks, gone } = this.logs.read(id, children)
+    return { lines: chunks, gone, known: entry !== undefined || chunks.length > 0 || gone.length > 0 }
   }
 
   /** Kills an actor: its queued calls fail with ACTOR_DIED. False if it is unknown or dead already. */
@@ -543,6 +593,7 @@ export class LocalNode {
 
   async close(): Promise<void> {
     clearInterval(this.#actorSweeper)
+    this.#printer?.close()
     await this.#pool.close()
     this.store.close()
   }

@@ -54,6 +54,11 @@ export class TaskRunner {
   readonly #checkpointOf: (actorId: string) => EncodedValue | undefined
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
+
+  /** A call running on a thread now, if it is. */
+  runningTask(id: string): Task | undefined {
+    return this.#running.get(id)
+  }
   /** Bytes of arguments of tasks started here that have not run yet. */
   #waitingBytes = 0
 

@@ -33,6 +33,8 @@ export interface TaskSpec {
   options: CallOptions
   /** A call of an actor (fn is its class): its constructor (method null), or a method. */
   actor?: { id: string; method: string | null } | undefined
+  /** The call whose function made this one, if one did (its logs' `children` follow it). */
+  parent?: string | undefined
 }
 
 export interface Task extends TaskSpec {
@@ -84,6 +86,7 @@ export function makeTask(spec: TaskSpec, fn: CatalogEntry, origin?: number): Tas
     waitingBytes: 0,
     actor: spec.actor,
     actorSeq: undefined,
+    parent: spec.parent,
   }
 }
 

@@ -36,6 +36,8 @@ export interface WorkerRequestsOptions {
   checkpointed(actorId: string, state: EncodedValue): void
   /** Finds a live actor of another node, by name or id (undefined: there are no others). */
   findActorElsewhere?: ((nameOrId: string) => Promise<string | undefined>) | undefined
+  /** A call wrote to stdout or stderr. */
+  log(message: Extract<FromWorker, { type: 'log' }>): void
 }
 
 export class WorkerRequests {
@@ -77,6 +79,9 @@ export class WorkerRequests {
         case 'started':
           tasks.started(worker, message.id)
           break
+        case 'log':
+          this.#o.log(message)
+          break
         case 'pong':
           worker.answered(message.req)
           break
@@ -97,7 +102,11 @@ export class WorkerRequests {
   #submit(worker: WorkerHandle, message: Extract<FromWorker, { type: 'submit' }>): void {
     const { id, fn, args, options, parent, actor } = message
     try {
-      this.#o.submit(actor ? { id, fn, args, options, actor } : { id, fn, args, options }, worker, parent)
+      const by = parent ?? undefined
+      const spec = actor
+        ? { id, fn, args, options, actor, parent: by }
+        : { id, fn, args, options, parent: by }
+      this.#o.submit(spec, worker, parent)
     } catch (err) {
       // The function vanished between the call and now: its result says so.
       this.#o.store.create(id, fn)

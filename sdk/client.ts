@@ -26,7 +26,7 @@ import {
 import { BadRequestError, deserializeError, GetTimeoutError, type MagpieError } from './errors.ts'
 import { streamObjects } from './object-stream.ts'
 import { ProgressBar } from './progress.ts'
-import { type Body, Transport, type TransportOptions } from './transport.ts'
+import { type Body, lines, Transport, type TransportOptions } from './transport.ts'
 import type {
   AnyFunction,
   CallOptions,
@@ -94,6 +94,27 @@ export class Client {
       `/v1/actors/${encodeURIComponent(nameOrId)}`,
     )
     return actorHandle<T>(info.id, Promise.resolve(info.id), this.#handleIO)
+  }
+
+  /**
+   * What a call wrote to stdout and stderr, line by line: `follow` goes on
+   * with the lines to come until it settles; `children` adds the lines of
+   * the calls it made, each prefixed `[id]`; `timestamps` prefixes each line
+   * with the time it was written. LogsGoneError if they are past retention.
+   */
+  async *logs(
+    ref: ObjectRef,
+    options: { follow?: boolean; children?: boolean; timestamps?: boolean } = {},
+  ): AsyncGenerator<string> {
+    const id = checkRef(ref).id
+    await this.#submitted([ref])
+    const query = ['follow', 'children', 'timestamps']
+      .filter((k) => options[k as keyof typeof options] === true)
+      .map((k) => `&${k}=1`)
+      .join('')
+    const transport = options.follow ? this.#polls : this.#transport
+    const reply = await transport.send('GET', `/v1/objects/${id}/logs?${query.slice(1)}`)
+    yield* lines(reply.chunks())
   }
 
   /** Kills an actor: its queued calls fail with ACTOR_DIED, its name is free again. */

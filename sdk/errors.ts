@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   NAME_TAKEN: 409,
   TASK_CANCELLED: 409,
   OBJECT_LOST: 410,
+  LOGS_GONE: 410,
   PAYLOAD_TOO_LARGE: 413,
   QUEUE_FULL: 429,
   INTERNAL: 500,
@@ -184,6 +185,11 @@ export class ObjectStoreFullError extends MagpieError {
   static override readonly kind: string = 'ObjectStoreFullError'
   static override readonly defaultCode: ErrorCode = 'OBJECT_STORE_FULL'
 }
+/** The lines a call wrote are past its node's log retention (`--log-retention`). */
+export class LogsGoneError extends MagpieError {
+  static override readonly kind: string = 'LogsGoneError'
+  static override readonly defaultCode: ErrorCode = 'LOGS_GONE'
+}
 /** Too many calls wait already: try again later (the server says when, in Retry-After). */
 export class QueueFullError extends MagpieError {
   static override readonly kind: string = 'QueueFullError'
@@ -195,6 +201,7 @@ const CLASS_BY_CODE: Partial<Record<ErrorCode, typeof MagpieError>> = {
   GET_TIMEOUT: GetTimeoutError,
   TASK_CANCELLED: TaskCancelledError,
   OBJECT_LOST: ObjectLostError,
+  LOGS_GONE: LogsGoneError,
   WORKER_CRASHED: WorkerCrashedError,
   ACTOR_DIED: ActorDiedError,
   FUNCTION_TIMEOUT: FunctionTimeoutError,

@@ -16,6 +16,7 @@ export {
   FunctionNotFoundError,
   FunctionTimeoutError,
   GetTimeoutError,
+  LogsGoneError,
   MagpieError,
   NotFoundError,
   ObjectLostError,

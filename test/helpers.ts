@@ -60,7 +60,13 @@ async function startTestCluster(
       spawnNode({
         head: head.url,
         secret: head.secret,
-        args: ['--cpus', String(options.cpus ?? 1)],
+        args: [
+          '--cpus',
+          String(options.cpus ?? 1),
+          ...(options.logRetention
+            ? ['--log-retention', `${options.logRetention.bytes},${options.logRetention.ageMs}ms`]
+            : []),
+        ],
         echo: true,
       }),
     ),

@@ -57,8 +57,8 @@ describe('a bound on what a call writes', () => {
       // 8 MiB from one call, then 16 KiB from another: both calls succeed.
       expect(await call(8192, 'LOUD')).toBe(8192)
       expect(await call(16, 'QUIET')).toBe(16)
-      await until(() => (out.match(/^QUIET /gm) ?? []).length === 16, 10_000)
-      const loud = (out.match(/^LOUD /gm) ?? []).length
+      await until(() => (out.match(/^\[chatty \S+\] QUIET /gm) ?? []).length === 16, 10_000)
+      const loud = (out.match(/^\[chatty \S+\] LOUD /gm) ?? []).length
       expect(loud).toBeGreaterThan(50)
       expect(loud).toBeLessThanOrEqual(64)
       expect(out.match(/wrote more than 65536 bytes; the rest is dropped/g)).toHaveLength(1)

@@ -10,6 +10,7 @@ import { LRUCache } from 'lru-cache'
 import type { ActorSpec } from '../../node/actors.ts'
 import { Admission, type AdmissionLimits } from '../../node/admission.ts'
 import type { Backend, NodeInfo } from '../../node/backend.ts'
+import type { LogsRead } from '../../node/call-logs.ts'
 import { errorResponse, pendingResponse, streamResponse } from '../../node/http/responses.ts'
 import type { CancelRequest } from '../../node/node.ts'
 import type { TaskSpec } from '../../node/task.ts'
@@ -28,6 +29,9 @@ import { place } from './placement.ts'
 import { Recovery } from './recovery.ts'
 import type { ClusterNode, NodeRegistry } from './registry.ts'
 import type { StateSnapshot, StateStore } from './state/store.ts'
+
+/** How long a follow of a call's logs stays open after it settled, for the lines still on their way from other nodes. */
+const LAST_LINES_MS = 300
 
 export interface ClusterBackendOptions {
   registry: NodeRegistry
@@ -295,6 +299,50 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
         })
       }
       return true
+    },
+
+    /**
+     * A call's lines: every live node is asked (a call's children may have run
+     * anywhere, and each node knows which calls ran under which); with
+     * `follow`, their lines as they come, until the call settles.
+     */
+    async logs(id, children, follow) {
+      const nodes = registry.alive()
+      const reader = new AbortController()
+      follow?.signal.addEventListener('abort', () => reader.abort(), { once: true })
+      const streams = nodes.map((n) =>
+        client.logs(n.address, id, children, follow !== undefined, reader.signal),
+      )
+      const firsts = await Promise.all(streams.map((s) => s.next().catch(() => undefined)))
+      const read: LogsRead = { lines: [], gone: [], known: directory.lookup(id) !== undefined }
+      for (const first of firsts) {
+        const part = first?.value?.read
+        if (!part) continue
+        read.lines.push(...part.lines)
+        read.gone.push(...part.gone)
+        read.known ||= part.known
+      }
+      read.lines.sort((a, b) => a.t - b.t)
+      if (follow) {
+        for (const s of streams) {
+          void (async () => {
+            try {
+              for await (const part of s) if (part.line) follow.line(part.line)
+            } catch {
+              // A node gone: its lines stop.
+            }
+          })()
+        }
+        // Every node follows until the call settles (and a moment more, for the last lines on their way).
+        const off = directory.onSettled(id, () =>
+          setTimeout(() => {
+            reader.abort()
+            follow.end()
+          }, LAST_LINES_MS).unref(),
+        )
+        reader.signal.addEventListener('abort', off, { once: true })
+      } else reader.abort()
+      return read
     },
 
     nodes(): NodeInfo[] {

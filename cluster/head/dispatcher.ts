@@ -258,6 +258,7 @@ export class Dispatcher {
       options: job.spec.options,
       epoch: job.attempts,
       ...(actor ? { actor } : {}),
+      ...(job.spec.parent === undefined ? {} : { parent: job.spec.parent }),
     })
     return true
   }

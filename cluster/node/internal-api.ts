@@ -5,7 +5,9 @@
  * and free them, give work to a thief, and take reports of calls it owns.
  */
 import { type Context, Hono } from 'hono'
+import { stream } from 'hono/streaming'
 import { isBytes, readBytes, unreadBytes } from '../../node/http/bodies.ts'
+import { FollowedLogs } from '../../node/http/follow-logs.ts'
 import {
   bytesResponse,
   errorResponse,
@@ -129,7 +131,13 @@ export function internalApi(options: InternalApiOptions): Hono {
     const accepted: string[] = []
     for (const call of calls) {
       if (options.cancelledBefore(call.id)) continue
-      const spec = { id: call.id, fn: call.fn, args: call.args.map(fromWireArg), options: call.options }
+      const spec = {
+        id: call.id,
+        fn: call.fn,
+        args: call.args.map(fromWireArg),
+        options: call.options,
+        parent: call.parent,
+      }
       const why = missing.get(call.fn)
       if (why) {
         node.failUnknown(spec.id, spec.fn, why)
@@ -188,6 +196,22 @@ export function internalApi(options: InternalApiOptions): Hono {
     // copy is needed only while its tasks are, which this node's pins cover.
     const entry = c.req.query('seen') === '1' ? node.store.seen(id) : node.store.seenInside(id)
     return objectReply(c, id, entry, node.store)
+  })
+
+  app.get(ROUTES.logs, (c) => {
+    const id = c.req.param('id')
+    const children = c.req.query('children') === '1'
+    if (c.req.query('follow') !== '1') {
+      const read = node.readLogs(id, children)
+      return c.body(`${JSON.stringify({ read })}\n${JSON.stringify({ end: true })}\n`)
+    }
+    const followed = new FollowedLogs()
+    const read = node.readLogs(id, children, followed.follow, true)
+    return stream(c, async (out) => {
+      await out.write(`${JSON.stringify({ read })}\n`)
+      await followed.pipe(out, (lines) => lines.map((line) => `${JSON.stringify({ line })}\n`).join(''))
+      await out.write(`${JSON.stringify({ end: true })}\n`)
+    })
   })
 
   app.get(ROUTES.objectMeta, async (c) => {

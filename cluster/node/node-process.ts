@@ -61,6 +61,8 @@ export interface NodeProcessOptions {
   workerMemoryMb?: number | undefined
   /** Threads for actors, at most (`--actor-threads`). */
   actorThreads?: number | undefined
+  /** What calls wrote, kept for their logs (`--log-retention`). */
+  logRetention?: { bytes: number; ageMs: number } | undefined
   /** Bytes one call may write to stdout and stderr (`--max-call-output`). */
   maxCallOutputBytes?: number | undefined
   spillLimit?: number | undefined
@@ -92,6 +94,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     maxCallTimeMs: options.maxCallTimeMs,
     workerMemoryMb: options.workerMemoryMb,
     actorThreads: options.actorThreads,
+    logRetention: options.logRetention,
     maxCallOutputBytes: options.maxCallOutputBytes,
     ...(options.spillLimit === undefined ? {} : { spillLimit: options.spillLimit }),
     ...(options.stateDir === undefined ? {} : { spillDir: join(options.stateDir, 'spill', wantedId) }),
@@ -239,7 +242,8 @@ export async function startNodeProcess(options: NodeProcessOptions) {
           ? { kind: 'ref' as const, id: a.id, at: address }
           : toWireArg(a),
       )
-      return { id: task.id, fn: task.fn, args, options: task.options, epoch, owner }
+      const by = task.parent === undefined ? {} : { parent: task.parent }
+      return { id: task.id, fn: task.fn, args, options: task.options, epoch, owner, ...by }
     })
   }
 
@@ -338,7 +342,13 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       // The versions they were made with, fetched first if this node lacks them.
       const missing = await missingCode(stolen.map((c) => c.fn))
       for (const c of stolen) {
-        const spec = { id: c.id, fn: c.fn, args: c.args.map(fromWireArg), options: c.options }
+        const spec = {
+          id: c.id,
+          fn: c.fn,
+          args: c.args.map(fromWireArg),
+          options: c.options,
+          parent: c.parent,
+        }
         const why = missing.get(c.fn)
         if (why) node.failUnknown(spec.id, spec.fn, why)
         else if (node.runStolen(spec, c.owner === head)) reports.pinForOwner(c.id)

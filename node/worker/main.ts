@@ -35,7 +35,15 @@ interface Running {
 const context = new AsyncLocalStorage<Running>()
 /** What `env` reads outside a call, or in a call whose function has no variables. */
 const NO_ENV: Readonly<Record<string, string>> = Object.freeze({})
-boundCallOutput(data.maxCallOutput, () => context.getStore()?.output)
+boundCallOutput(
+  data.maxCallOutput,
+  () => context.getStore()?.output,
+  (call, stream, text) => {
+    send({ type: 'log', id: call.id, fn: call.fn, stream, text, t: Date.now() })
+    // A call that prints and goes on computing: its lines leave at least every LOG_FLUSH_MS.
+    if (performance.now() - flushedAt > LOG_FLUSH_MS) flush()
+  },
+)
 let names = new Set(data.names)
 const modules = new Map<string, AnyFunction>()
 /** Tasks started here and not finished, by id. */
@@ -73,7 +81,12 @@ function send(message: FromWorker): void {
   }
 }
 
+/** When the outbox last went out, and how long a call's lines may wait in it at most. */
+let flushedAt = 0
+const LOG_FLUSH_MS = 50
+
 function flush(): void {
+  flushedAt = performance.now()
   flushQueued = false
   submitsInOutbox = 0
   if (outbox.length === 0) return

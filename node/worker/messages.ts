@@ -80,6 +80,8 @@ export type FromWorker =
   /** `ms`: how long the call took here, from start to result. */
   | { type: 'done'; id: string; outcome: Outcome; ms: number }
   | { type: 'started'; id: string }
+  /** A call wrote to stdout or stderr (`t`: ms since the epoch). */
+  | { type: 'log'; id: string; fn: string; stream: 'stdout' | 'stderr'; text: string; t: number }
   /** An actor's state, from its checkpoint(): kept by the node to restore it after a restart. */
   | { type: 'checkpoint'; actor: string; state: EncodedValue }
   /** A function cancels a call (`cancel` from 'magpie'). */
