@@ -43,6 +43,13 @@ describe('call logs', () => {
     expect(Date.now() - started).toBeGreaterThan(1200)
   }, 30_000)
 
+  it('follows a call made inside a function', async () => {
+    const { id } = (await mp.get(mp.remote('spawn-talker').remote(), { timeout: 20 })) as { id: string }
+    const res = await logsOf(id, '?follow=1')
+    expect(res.status).toBe(200)
+    expect(await res.text()).toBe('inner 0\ninner 1\ninner 2\ninner 3\ninner done\n')
+  }, 30_000)
+
   it('adds the lines of the calls a call made with children=1, each prefixed with its id', async () => {
     const ref = mp.remote('talk-tree').remote(2)
     const ids = (await mp.get(ref, { timeout: 20 })) as string[]

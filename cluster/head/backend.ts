@@ -324,23 +324,30 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       }
       read.lines.sort((a, b) => a.t - b.t)
       if (follow) {
-        for (const s of streams) {
+        const finish = () =>
+          setTimeout(() => {
+            reader.abort()
+            follow.end()
+          }, LAST_LINES_MS).unref()
+        // A call made inside a function is unknown here: it has settled once the nodes that know it are done.
+        const knownHere = directory.lookup(id) !== undefined
+        let knowing = firsts.filter((f) => f?.value?.read?.known).length
+        streams.forEach((s, i) => {
+          const knows = firsts[i]?.value?.read?.known === true
           void (async () => {
             try {
               for await (const part of s) if (part.line) follow.line(part.line)
             } catch {
               // A node gone: its lines stop.
             }
+            if (!knownHere && knows && --knowing === 0) finish()
           })()
-        }
+        })
         // Every node follows until the call settles (and a moment more, for the last lines on their way).
-        const off = directory.onSettled(id, () =>
-          setTimeout(() => {
-            reader.abort()
-            follow.end()
-          }, LAST_LINES_MS).unref(),
-        )
-        reader.signal.addEventListener('abort', off, { once: true })
+        if (knownHere) {
+          const off = directory.onSettled(id, finish)
+          reader.signal.addEventListener('abort', off, { once: true })
+        } else if (knowing === 0) finish()
       } else reader.abort()
       return read
     },
