@@ -30,6 +30,8 @@ commands:
                               [--max-call-output 1MiB] what one call may write to stdout and stderr;
                               [--actor-threads N] threads for actors (default 4 per CPU), then shared;
                               [--log-retention 64MiB,1h] what calls wrote, kept per node for their logs
+        logging: [--log-level info] the platform's log on stderr (JSON unless a terminal): one line per
+                              request (info), warnings (warn); also $MAGPIE_LOG_LEVEL
         gateway (start, --head, --nodes): [--max-body 64MiB] largest request body;
                               [--metrics-public] /metrics without the token;
                               [--max-queued N] [--max-queued-bytes SIZE] calls (and bytes of their
@@ -78,6 +80,7 @@ async function main(argv: string[]): Promise<number> {
       'max-call-output': { type: 'string' },
       'actor-threads': { type: 'string' },
       'log-retention': { type: 'string' },
+      'log-level': { type: 'string' },
       'max-queued': { type: 'string' },
       'max-queued-bytes': { type: 'string' },
       'stop-grace': { type: 'string' },
@@ -120,6 +123,7 @@ async function main(argv: string[]): Promise<number> {
         maxCallOutput: values['max-call-output'],
         actorThreads: values['actor-threads'],
         logRetention: values['log-retention'],
+        logLevel: values['log-level'],
         maxQueued: values['max-queued'],
         maxQueuedBytes: values['max-queued-bytes'],
         stopGrace: values['stop-grace'],

@@ -14,6 +14,7 @@ import { checkSecret, readSecretFile } from '../cluster/secret.ts'
 import { startHead } from '../gateway/head.ts'
 import { startPlatform } from '../gateway/platform.ts'
 import { stopBundler } from '../gateway/registry/bundle.ts'
+import { configureLog, isLogLevel, LOG_LEVELS } from '../node/log.ts'
 import { DEFAULT_LOG_RETENTION } from '../node/node.ts'
 import { MAX_TIMEOUT_MS } from '../sdk/types.ts'
 import { parseBytes, parseLogRetention } from './units.ts'
@@ -37,6 +38,7 @@ export interface StartFlags {
   maxCallOutput?: string | undefined
   actorThreads?: string | undefined
   logRetention?: string | undefined
+  logLevel?: string | undefined
   maxQueued?: string | undefined
   maxQueuedBytes?: string | undefined
   resources?: string | undefined
@@ -92,6 +94,7 @@ function storeArgs(flags: StartFlags): string[] {
   if (flags.maxCallOutput !== undefined) args.push('--max-call-output', flags.maxCallOutput)
   if (flags.actorThreads !== undefined) args.push('--actor-threads', flags.actorThreads)
   if (flags.logRetention !== undefined) args.push('--log-retention', flags.logRetention)
+  if (flags.logLevel !== undefined) args.push('--log-level', flags.logLevel)
   // A head's Redis is not for its nodes: they keep their spill files in a temporary folder.
   if (flags.state !== undefined && !isRedisUrl(flags.state)) args.push('--state', resolve(flags.state))
   return args
@@ -218,6 +221,12 @@ export async function runStart(flags: StartFlags): Promise<number> {
   }
   const modes = [flags.head, flags.join !== undefined, nodes !== undefined].filter(Boolean).length
   if (modes > 1) throw new Error('--head, --join and --nodes exclude each other')
+  if (flags.logLevel !== undefined && !isLogLevel(flags.logLevel)) {
+    throw new Error(`--log-level must be one of ${LOG_LEVELS.join(', ')}`)
+  }
+  configureLog(flags.logLevel, {
+    role: flags.join !== undefined ? 'node' : flags.head || nodes !== undefined ? 'head' : 'platform',
+  })
 
   if (redisState && !flags.head && nodes === undefined) {
     throw new Error('--state redis://... keeps the state of a head: use it with --head or --nodes')

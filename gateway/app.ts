@@ -5,9 +5,11 @@
 import { Hono, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
+import { routePath } from 'hono/route'
 import { RETRY_AFTER_S } from '../node/admission.ts'
 import type { Backend } from '../node/backend.ts'
 import { errorResponse } from '../node/http/responses.ts'
+import { log } from '../node/log.ts'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
 import { adminToken, bearerToken } from './auth.ts'
 import type { FunctionRegistry } from './registry/registry.ts'
@@ -19,7 +21,12 @@ import { objectRoutes } from './routes/objects.ts'
 import { secretRoutes } from './routes/secrets.ts'
 import type { SecretStore } from './secrets.ts'
 
+/** Told of each request once answered: its method, route pattern, status and duration. */
+export type RequestObserver = (method: string, route: string, status: number, seconds: number) => void
+
 export interface GatewayAppOptions {
+  /** Told of each request (the metrics' request durations). */
+  observeRequest?: RequestObserver | undefined
   backend: Backend
   functions: FunctionRegistry
   secrets: SecretStore
@@ -63,10 +70,44 @@ function limitBody(maxBytes: number): MiddlewareHandler {
   }
 }
 
+/** Routes asked of often, by machines: logged at debug, not info. */
+const QUIET_ROUTES = /^\/(internal\/|healthz$|readyz$|metrics$)/
+
+/**
+ * One log line per request, once answered: method, route pattern (never the
+ * path's ids nor its query, where a secret could be), status, duration and
+ * bytes; and its duration to `observe` (the metrics' histogram).
+ */
+function accessLog(observe?: RequestObserver): MiddlewareHandler {
+  return async function logRequest(c, next) {
+    const started = performance.now()
+    await next()
+    const seconds = (performance.now() - started) / 1000
+    const route = routePath(c, -1)
+    const status = c.res.status
+    observe?.(c.req.method, route, status, seconds)
+    const logger = log()
+    const level = QUIET_ROUTES.test(route) ? 'debug' : 'info'
+    if (!logger.isLevelEnabled(level)) return
+    const length = c.res.headers.get('content-length')
+    logger[level](
+      {
+        method: c.req.method,
+        route,
+        status,
+        ms: Math.round(seconds * 1e4) / 10,
+        ...(length === null ? {} : { bytes: Number(length) }),
+      },
+      'request',
+    )
+  }
+}
+
 export function createGatewayApp(options: GatewayAppOptions): Hono {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY
   const app = new Hono()
 
+  app.use('*', accessLog(options.observeRequest))
   app.use('/v1/*', limitBody(maxBodyBytes))
   if (options.token) app.use('/v1/*', bearerToken(options.token, options.adminToken))
   if (options.token && !options.metricsPublic) app.use('/metrics', bearerToken(options.token))
@@ -97,7 +138,7 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
       return errorResponse({ code, message: err.message || 'bad request' })
     }
     // A client that went away mid-request is nobody's error: there is no one to answer.
-    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') console.error(err)
+    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') log().error({ err }, 'request failed')
     return errorResponse({ code: 'INTERNAL', message: 'internal error' })
   })
   return app

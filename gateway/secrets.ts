@@ -5,6 +5,7 @@
  * to a log, a metric or an error: the routes list names only. They are kept
  * in the head's state (a file of mode 0600, or Redis) when it has one.
  */
+import { warn } from '../node/log.ts'
 import { BadRequestError, NotFoundError } from '../sdk/errors.ts'
 import { VARIABLE_NAME } from '../sdk/types.ts'
 
@@ -48,7 +49,7 @@ export class SecretStore {
         if (typeof value === 'string' && typeof updatedAt === 'string' && VARIABLE_NAME.test(name))
           this.#values.set(name, { value, updatedAt })
       } catch {
-        console.warn(`magpie: secret ${name} kept from an earlier start could not be read, and is dropped`)
+        warn('a secret kept from an earlier start could not be read, and is dropped', { secret: name })
       }
     }
   }

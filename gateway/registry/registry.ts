@@ -7,9 +7,11 @@
  * state), so that a head started again serves it again. A call names a
  * function (its latest version) or `name@version`.
  */
+
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
+import { warn } from '../../node/log.ts'
 import { BadRequestError, FunctionNotFoundError } from '../../sdk/errors.ts'
 import { type CallOptions, checkCallOptions } from '../../sdk/types.ts'
 import type { SecretStore } from '../secrets.ts'
@@ -58,7 +60,7 @@ export interface FunctionRegistryOptions {
   keeper?: BundleKeeper | undefined
   /** The secrets functions may be granted (`config.secrets`). */
   secrets?: SecretStore | undefined
-  /** Reports folders that could not be deployed (default: console.warn). */
+  /** Reports folders that could not be deployed (default: the platform's log). */
   warn?: (message: string) => void
 }
 
@@ -113,7 +115,7 @@ export class FunctionRegistry {
     if (!(Number.isInteger(this.#keep) && this.#keep >= 1))
       throw new TypeError('keepVersions must be a positive integer')
     this.#keeper = options.keeper
-    this.#warn = options.warn ?? ((m) => console.warn(m))
+    this.#warn = options.warn ?? ((m) => warn(m))
     this.#secrets = options.secrets
     // A secret set or removed reaches the calls of every version that is granted it.
     this.#secrets?.onChange(() => {

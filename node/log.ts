@@ -1,0 +1,57 @@
+/**
+ * The platform's own log (pino), on stderr: one JSON object a line when
+ * stderr is not a terminal (for a log shipper), readable lines when it is.
+ * Every warning and every request goes here, with its fields; what calls
+ * write is theirs, on stdout and in their logs (see log-printer.ts).
+ * Nothing here is ever handed a token or the cluster secret.
+ */
+import pino, { type Logger } from 'pino'
+import pretty from 'pino-pretty'
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
+export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']
+
+/** What the log may buffer while stderr's reader is slow, before it drops lines (a stalled reader never stops the platform). */
+const MAX_BUFFER_BYTES = 16 * 2 ** 20
+
+function make(level: LogLevel): Logger {
+  const destination = process.stderr.isTTY
+    ? pretty({ destination: 2, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    : pino.destination({ fd: 2, sync: false, maxLength: MAX_BUFFER_BYTES })
+  return pino(
+    {
+      level,
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination,
+  )
+}
+
+export function isLogLevel(value: string): value is LogLevel {
+  return (LOG_LEVELS as readonly string[]).includes(value)
+}
+
+const initial = process.env.MAGPIE_LOG_LEVEL ?? 'info'
+let logger = make(isLogLevel(initial) ? initial : 'info')
+
+/** The platform's logger. */
+export function log(): Logger {
+  return logger
+}
+
+/** Sets the level (`--log-level`), and fields every line carries from now on (`role`, `node`). */
+export function configureLog(level: LogLevel | undefined, fields: Record<string, string> = {}): void {
+  if (level !== undefined) logger.level = level
+  if (Object.keys(fields).length > 0) logger = logger.child(fields)
+}
+
+/** Logs a warning with the fields that explain it (an Error field is logged as its message). */
+export function warn(message: string, fields: Record<string, unknown> = {}): void {
+  const clean: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(fields)) {
+    if (value !== undefined) clean[key] = value instanceof Error ? value.message : value
+  }
+  logger.warn(clean, message)
+}
