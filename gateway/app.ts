@@ -2,6 +2,7 @@
  * The gateway's HTTP app: the public API of magpie under /v1, health checks,
  * and one error handler that turns every failure into the JSON error of the contract.
  */
+import type { ServerResponse } from 'node:http'
 import { Hono, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
@@ -74,32 +75,32 @@ function limitBody(maxBytes: number): MiddlewareHandler {
 const QUIET_ROUTES = /^\/(internal\/|healthz$|readyz$|metrics$)/
 
 /**
- * One log line per request, once answered: method, route pattern (never the
- * path's ids nor its query, where a secret could be), status, duration and
- * bytes; and its duration to `observe` (the metrics' histogram).
+ * One log line per request, once its answer is sent: method, route pattern
+ * (never the path's ids nor its query, where a secret could be), status,
+ * duration and bytes sent (headers included); and its duration to
+ * `observe` (the metrics' histogram).
  */
 function accessLog(observe?: RequestObserver): MiddlewareHandler {
   return async function logRequest(c, next) {
     const started = performance.now()
+    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing
+    const socket = outgoing?.socket
+    const before = socket?.bytesWritten ?? 0
     await next()
-    const seconds = (performance.now() - started) / 1000
-    const route = routePath(c, -1)
-    const status = c.res.status
-    observe?.(c.req.method, route, status, seconds)
-    const logger = log()
-    const level = QUIET_ROUTES.test(route) ? 'debug' : 'info'
-    if (!logger.isLevelEnabled(level)) return
-    const length = c.res.headers.get('content-length')
-    logger[level](
-      {
-        method: c.req.method,
-        route,
-        status,
-        ms: Math.round(seconds * 1e4) / 10,
-        ...(length === null ? {} : { bytes: Number(length) }),
-      },
-      'request',
-    )
+    const done = () => {
+      const seconds = (performance.now() - started) / 1000
+      const route = routePath(c, -1)
+      const status = c.res.status
+      observe?.(c.req.method, route, status, seconds)
+      const logger = log()
+      const level = QUIET_ROUTES.test(route) ? 'debug' : 'info'
+      if (!logger.isLevelEnabled(level)) return
+      const fields = { method: c.req.method, route, status, ms: Math.round(seconds * 1e4) / 10 }
+      logger[level](socket ? { ...fields, bytes: socket.bytesWritten - before } : fields, 'request')
+    }
+    if (outgoing && !outgoing.writableFinished) {
+      outgoing.once('close', done)
+    } else done()
   }
 }
 

@@ -1,0 +1,90 @@
+/** The platform's own log: JSON lines on stderr, one per request, with no ids, query or tokens. */
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterEach, describe, expect, it } from 'vitest'
+import { ROOT } from './helpers.ts'
+
+const started: ChildProcess[] = []
+afterEach(() => {
+  for (const child of started.splice(0)) if (child.exitCode === null) child.kill('SIGKILL')
+})
+
+async function start(args: string[]): Promise<{ child: ChildProcess; url: string; err: () => string }> {
+  const child = spawn(process.execPath, [join(ROOT, 'bin/magpie.mjs'), 'start', '--port', '0', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  started.push(child)
+  let out = ''
+  let err = ''
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk
+      const match = /listening on (http:\/\/\S+)/.exec(out)
+      if (match?.[1]) resolve(match[1])
+    })
+    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}${err}`)))
+  })
+  return { child, url, err: () => err }
+}
+
+describe('the platform log', () => {
+  it('writes one JSON line per request: method, route pattern, status, duration, bytes; no ids, query or token', async () => {
+    const token = 'tok-secret-123456789'
+    const { child, url, err } = await start(['--token', token])
+    const auth = { authorization: `Bearer ${token}` }
+    const made = await fetch(`${url}/v1/functions/square/invoke?wait=10&note=${token}`, {
+      method: 'POST',
+      body: '[7]',
+      headers: auth,
+    })
+    expect(await made.text()).toBe('49')
+    const id = made.headers.get('x-magpie-object-id') as string
+    expect((await fetch(`${url}/v1/objects/${id}`, { headers: auth })).status).toBe(200)
+    expect((await fetch(`${url}/v1/objects/${id}`)).status).toBe(401)
+    const exited = once(child, 'exit')
+    child.kill('SIGTERM')
+    await exited
+    const lines = err()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+    const requests = lines.filter((l) => l.msg === 'request')
+    expect(requests).toContainEqual(
+      expect.objectContaining({
+        level: 'info',
+        method: 'POST',
+        route: '/v1/functions/:name/invoke',
+        status: 200,
+        ms: expect.any(Number),
+        bytes: expect.any(Number),
+      }),
+    )
+    expect(requests.filter((r) => r.route === '/v1/objects/:id').map((r) => r.status)).toEqual([200, 401])
+    expect(typeof requests[0]?.time).toBe('string')
+    expect(err()).not.toContain(token)
+    expect(err()).not.toContain(id)
+  }, 30_000)
+
+  it('keeps request lines out below info, and refuses an unknown level', async () => {
+    const { child, url, err } = await start(['--log-level', 'warn'])
+    expect((await fetch(`${url}/v1/functions`)).status).toBe(200)
+    const exited = once(child, 'exit')
+    child.kill('SIGTERM')
+    await exited
+    expect(err()).not.toContain('"msg":"request"')
+    const bad = await promisify(execFile)(process.execPath, [
+      join(ROOT, 'bin/magpie.mjs'),
+      'start',
+      '--log-level',
+      'loud',
+    ]).catch((e: { code: number; stderr: string }) => e)
+    expect((bad as { code: number }).code).toBe(1)
+    expect((bad as { stderr: string }).stderr).toMatch(/--log-level must be one of/)
+  }, 30_000)
+})
