@@ -8,6 +8,7 @@ import { request } from 'undici'
 import type { z } from 'zod'
 import type { ActorInfo } from '../node/actors.ts'
 import type { LogLine, LogsRead } from '../node/call-logs.ts'
+import { type TaskFilter, type TaskRecord, taskFilterQuery } from '../node/recent-tasks.ts'
 import { toShared } from '../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../sdk/codec.ts'
 import { ERROR_STATUS, errorFromBody, MagpieError } from '../sdk/errors.ts'
@@ -21,6 +22,7 @@ import {
   HeartbeatAnswer,
   type Moved,
   ObjectMeta,
+  RecentTasks,
   RegisterAnswer,
   type RegisterRequest,
   ROUTES,
@@ -268,6 +270,12 @@ export class InternalClient {
     } catch (err) {
       if (!signal.aborted) throw err
     }
+  }
+
+  /** The calls a node saw lately, as `filter` asks. */
+  async recentTasks(at: string, filter: TaskFilter): Promise<TaskRecord[]> {
+    const answer = await this.#send('GET', this.#url(at, ROUTES.recentTasks, '', taskFilterQuery(filter)))
+    return read(RecentTasks, answer, 'recent tasks') as TaskRecord[]
   }
 
   async deleteObject(at: string, id: string): Promise<void> {

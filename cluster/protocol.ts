@@ -68,6 +68,8 @@ export const ROUTES = {
    * NDJSON: `{"read": LogsRead}`, then `{"line": LogLine}`s, then `{"end": true}`.
    */
   logs: '/internal/logs/:id',
+  /** node: the calls it saw lately (`?state=&function=&since=&limit=`), as JSON (TaskRecord[]). */
+  recentTasks: '/internal/recent-tasks',
 } as const
 
 /** Node ids: `n` and six letters or digits; the ids of objects a node makes start with it and `_`. */
@@ -229,6 +231,7 @@ export type RegisterAnswer = z.infer<typeof RegisterAnswer>
 
 const taskCounts = z.object({ finished: count, failed: count })
 const amount = z.object({ count, bytes: count })
+const histogram = z.object({ counts: z.array(count), sum: z.number().nonnegative(), count })
 /** A node's load and counters, sent with every heartbeat. */
 export const Heartbeat = z.object({
   cpus: count,
@@ -248,7 +251,28 @@ export const Heartbeat = z.object({
   threadBytes: z.object({ copied: count, shared: count }),
   stolen: z.object({ in: count, out: count }),
   fetched: amount,
+  latency: z
+    .object({ durations: z.record(z.string(), histogram), waits: z.record(z.string(), histogram) })
+    .default({ durations: {}, waits: {} }),
+  process: z
+    .object({ rss: count, heapUsed: count, cpuSeconds: z.number().nonnegative() })
+    .default({ rss: 0, heapUsed: 0, cpuSeconds: 0 }),
 })
+/** The calls a node saw lately (see node/recent-tasks.ts). */
+export const RecentTasks = z.array(
+  z.object({
+    id: z.string(),
+    function: z.string(),
+    actor: z.string().optional(),
+    worker: z.number().int().nullable(),
+    state: z.enum(['queued', 'running', 'finished', 'failed', 'cancelled']),
+    queuedAt: z.number(),
+    startedAt: z.number().nullable(),
+    finishedAt: z.number().nullable(),
+    error: z.object({ code: z.string(), message: z.string() }).passthrough().optional(),
+  }),
+)
+
 /** The head's answer: the live peers, and the nodes it has taken for dead (their calls are to be run again by their owners). */
 export const HeartbeatAnswer = z.object({
   peers: z.array(Peer),

@@ -13,6 +13,7 @@ import { errorResponse } from '../node/http/responses.ts'
 import { log } from '../node/log.ts'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
 import { adminToken, bearerToken } from './auth.ts'
+import { createMetrics, type RequestObserver } from './metrics.ts'
 import type { FunctionRegistry } from './registry/registry.ts'
 import { actorRoutes } from './routes/actors.ts'
 import { functionRoutes } from './routes/functions.ts'
@@ -20,14 +21,10 @@ import { healthRoutes } from './routes/health.ts'
 import { logRoutes } from './routes/logs.ts'
 import { objectRoutes } from './routes/objects.ts'
 import { secretRoutes } from './routes/secrets.ts'
+import { taskRoutes } from './routes/tasks.ts'
 import type { SecretStore } from './secrets.ts'
 
-/** Told of each request once answered: its method, route pattern, status and duration. */
-export type RequestObserver = (method: string, route: string, status: number, seconds: number) => void
-
 export interface GatewayAppOptions {
-  /** Told of each request (the metrics' request durations). */
-  observeRequest?: RequestObserver | undefined
   backend: Backend
   functions: FunctionRegistry
   secrets: SecretStore
@@ -108,13 +105,14 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY
   const app = new Hono()
 
-  app.use('*', accessLog(options.observeRequest))
+  const metrics = createMetrics(options.backend)
+  app.use('*', accessLog(metrics.observeRequest))
   app.use('/v1/*', limitBody(maxBodyBytes))
   if (options.token) app.use('/v1/*', bearerToken(options.token, options.adminToken))
   if (options.token && !options.metricsPublic) app.use('/metrics', bearerToken(options.token))
 
   if (options.internal) app.route('/', options.internal)
-  app.route('/', healthRoutes(options.backend))
+  app.route('/', healthRoutes(options.backend, metrics))
   app.route(
     '/v1',
     functionRoutes(options.backend, options.functions, {
@@ -124,6 +122,7 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
   )
   app.route('/v1', objectRoutes(options.backend))
   app.route('/v1', logRoutes(options.backend))
+  app.route('/v1', taskRoutes(options.backend))
   app.route('/v1', actorRoutes(options.backend, options.functions))
   app.route('/v1', secretRoutes(options.secrets, options.backend, adminToken(options.adminToken)))
 

@@ -11,6 +11,7 @@ import type { ActorInfo, ActorSpec } from './actors.ts'
 import type { LogsFollow, LogsRead } from './call-logs.ts'
 import { fileResponse, STREAM_FROM_DISK_BYTES } from './http/responses.ts'
 import type { CancelRequest, LocalNode, NodeStats, TaskSpec } from './node.ts'
+import type { TaskFilter, TaskRecord } from './recent-tasks.ts'
 import type { ObjectStatus } from './store/object-store.ts'
 
 /**
@@ -103,9 +104,14 @@ export interface Backend {
    * down the tree); with `follow`, the lines to come, until it settles.
    */
   logs(id: string, children: boolean, follow?: LogsFollow): Promise<LogsRead>
+  /** The calls seen lately on every node, newest first (GET /v1/tasks). */
+  tasks(filter: TaskFilter): Promise<NodeTaskRecord[]>
   nodes(): NodeInfo[]
   ready(): boolean
 }
+
+/** A call seen lately, with the node it was seen on. */
+export type NodeTaskRecord = TaskRecord & { node: string }
 
 /** A backend on one node living in this process. */
 export function localBackend(node: LocalNode, address: () => string): Backend {
@@ -139,6 +145,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     cancel: async (id, how) => node.cancel(id, how),
     delete: async (id) => node.delete(id),
     logs: async (id, children, follow) => node.readLogs(id, children, follow),
+    tasks: async (filter) => node.recentTasks.list(filter).map((t) => ({ ...t, node: 'local' })),
     nodes: () => {
       const { steals, ...stats } = node.stats()
       return [

@@ -19,6 +19,7 @@ import { Dispatcher } from './dispatcher.ts'
 import { LogPrinter } from './log-printer.ts'
 import { MemoryPressure } from './memory-pressure.ts'
 import { NodeCounters } from './node-counters.ts'
+import { type HistogramData, RecentTasks } from './recent-tasks.ts'
 import { RemoteObjects } from './remote-objects.ts'
 import { RoomSignal } from './room.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
@@ -122,6 +123,10 @@ export interface NodeStats {
   stolen: { in: number; out: number }
   /** Objects copied here from other nodes. */
   fetched: { count: number; bytes: number }
+  /** How long calls ran and waited to run, by function (see RecentTasks). */
+  latency: { durations: Record<string, HistogramData>; waits: Record<string, HistogramData> }
+  /** This process: resident memory and heap in bytes, CPU seconds used since the start. */
+  process: { rss: number; heapUsed: number; cpuSeconds: number }
 }
 
 export class LocalNode {
@@ -145,6 +150,8 @@ export class LocalNode {
   readonly actors: Actors
   /** What calls wrote (GET /v1/objects/{id}/logs). */
   readonly logs: CallLogs
+  /** The calls seen lately, and how long calls ran and waited (GET /v1/tasks, /metrics). */
+  readonly recentTasks = new RecentTasks()
   readonly #printer: LogPrinter | undefined
   readonly #cancelElsewhere: NodeOptions['cancelElsewhere']
   readonly #actorElsewhere: NodeOptions['actorElsewhere']
@@ -218,9 +225,16 @@ export class LocalNode {
       dispatcher: () => this.#dispatcher,
       workers: () => this.#pool.all(),
       checkpointOf: (id) => this.actors.checkpointOf(id),
-      settled: (task, ok) => {
+      started: (task, worker) => {
+        task.startedAt = this.recentTasks.started(task.id, task.fn, worker.index, task.queuedAt)
+      },
+      settled: (task, outcome) => {
+        const ok = 'value' in outcome
         this.#children.delete(task.id)
         this.logs.settled(task.id)
+        const error = ok ? undefined : outcome.error
+        const state = ok ? 'finished' : error?.code === 'TASK_CANCELLED' ? 'cancelled' : 'failed'
+        this.recentTasks.settled(task.id, task.fn, state, task.startedAt, error)
         if (task.actor) this.actors.settled(task, ok)
       },
     })
@@ -344,6 +358,7 @@ export class LocalNode {
       from && from.index < this.cpus ? from.index : undefined,
     )
     if (!this.#create(task, from === undefined)) return false
+    task.queuedAt = this.recentTasks.queued(task.id, task.fn, task.actor?.id)
     if (task.actor) this.actors.submitted(task)
     if (from) this.#pool.hold(from, spec.id)
     if (parent) {
@@ -476,7 +491,10 @@ export class LocalNode {
       canRun,
     )
     this.#counters.stolen.out += tasks.length
-    for (const t of tasks) this.#tasks.uncount(t)
+    for (const t of tasks) {
+      this.#tasks.uncount(t)
+      this.recentTasks.forget(t.id)
+    }
     return tasks
   }
 
@@ -548,10 +566,10 @@ export class LocalNode {
     const queued = this.#scheduler.removeWhere((t) => t.id === id)
     for (const t of queued) this.#tasks.uncount(t)
     const running = this.#tasks.cancelRunning(id, how.force)
-    this.store.settle(id, {
-      error: { code: 'TASK_CANCELLED', message: `call ${id} was cancelled` },
-      cancelled: true,
-    })
+    const error = { code: 'TASK_CANCELLED' as const, message: `call ${id} was cancelled` }
+    this.store.settle(id, { error, cancelled: true })
+    this.recentTasks.settled(id, entry.function ?? '', 'cancelled', undefined, error)
+    this.logs.settled(id)
     if (!running && queued.length === 0) this.#cancelElsewhere?.(id, how)
     return true
   }
@@ -585,6 +603,11 @@ export class LocalNode {
         freed: objects.freed,
       },
       tasks: this.#counters.outcomes(),
+      latency: {
+        durations: Object.fromEntries(this.recentTasks.durations),
+        waits: Object.fromEntries(this.recentTasks.waits),
+      },
+      process: processStats(),
       threadBytes: this.#counters.threadBytes(),
       stolen: { ...this.#counters.stolen },
       fetched: { ...this.#counters.fetched },
@@ -597,4 +620,11 @@ export class LocalNode {
     await this.#pool.close()
     this.store.close()
   }
+}
+
+/** This process's memory and CPU time, for the stats of a node that is a process of its own. */
+function processStats(): NodeStats['process'] {
+  const { rss, heapUsed } = process.memoryUsage()
+  const cpu = process.cpuUsage()
+  return { rss, heapUsed, cpuSeconds: (cpu.user + cpu.system) / 1e6 }
 }

@@ -37,8 +37,10 @@ export interface TaskRunnerOptions {
   dispatcher(): Dispatcher
   /** The worker threads, to find the one running a call. */
   workers(): readonly WorkerHandle[]
-  /** Told of every task that settles. */
-  settled?: (task: Task, ok: boolean) => void
+  /** Told of every task that settles, before its object does. */
+  settled?: (task: Task, outcome: Outcome) => void
+  /** Told of every task handed to a thread. */
+  started?: (task: Task, worker: WorkerHandle) => void
   /** The last checkpoint of an actor, if it has one. */
   checkpointOf?: (actorId: string) => EncodedValue | undefined
 }
@@ -50,7 +52,8 @@ export class TaskRunner {
   readonly #pressure: MemoryPressure
   readonly #dispatcher: () => Dispatcher
   readonly #workers: () => readonly WorkerHandle[]
-  readonly #settled: (task: Task, ok: boolean) => void
+  readonly #settled: (task: Task, outcome: Outcome) => void
+  readonly #started: (task: Task, worker: WorkerHandle) => void
   readonly #checkpointOf: (actorId: string) => EncodedValue | undefined
   /** Tasks handed to workers, by result id. */
   readonly #running = new Map<string, Task>()
@@ -70,6 +73,7 @@ export class TaskRunner {
     this.#dispatcher = options.dispatcher
     this.#workers = options.workers
     this.#settled = options.settled ?? (() => {})
+    this.#started = options.started ?? (() => {})
     this.#checkpointOf = options.checkpointOf ?? (() => undefined)
   }
 
@@ -150,6 +154,7 @@ export class TaskRunner {
       waiting: 0,
     })
     this.#running.set(task.id, task)
+    this.#started(task, worker)
     worker.send({
       type: 'run',
       task: {
@@ -291,7 +296,7 @@ export class TaskRunner {
   /** Finishes a task's object, and counts the outcome per function. */
   settle(task: Task, outcome: Outcome): void {
     this.uncount(task)
-    this.#settled(task, 'value' in outcome)
+    this.#settled(task, outcome)
     this.#counters.outcome(task.fn, 'error' in outcome)
     this.#store.settle(task.id, outcome)
   }

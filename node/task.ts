@@ -55,6 +55,9 @@ export interface Task extends TaskSpec {
   timer?: ReturnType<typeof setTimeout> | undefined
   /** An actor method call's place among its actor's calls. */
   actorSeq?: number
+  /** When it was submitted here, and when it last went to a thread (ms since the epoch). */
+  queuedAt?: number | undefined
+  startedAt?: number | undefined
 }
 
 export const DEFAULT_MAX_RETRIES = 3
@@ -87,6 +90,8 @@ export function makeTask(spec: TaskSpec, fn: CatalogEntry, origin?: number): Tas
     actor: spec.actor,
     actorSeq: undefined,
     parent: spec.parent,
+    queuedAt: undefined,
+    startedAt: undefined,
   }
 }
 

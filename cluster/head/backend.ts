@@ -352,6 +352,18 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       return read
     },
 
+    async tasks(filter) {
+      const lists = await Promise.all(
+        registry.alive().map(async (n) =>
+          (await client.recentTasks(n.address, filter).catch(() => [])).map((t) => ({ ...t, node: n.id })),
+        ),
+      )
+      return lists
+        .flat()
+        .sort((a, b) => b.queuedAt - a.queuedAt)
+        .slice(0, filter.limit ?? 100)
+    },
+
     nodes(): NodeInfo[] {
       return registry.list().map((n) => ({
         ...n.stats,

@@ -50,6 +50,8 @@ export const EMPTY_STATS: NodeStats = {
   threadBytes: { copied: 0, shared: 0 },
   stolen: { in: 0, out: 0 },
   fetched: { count: 0, bytes: 0 },
+  latency: { durations: {}, waits: {} },
+  process: { rss: 0, heapUsed: 0, cpuSeconds: 0 },
 }
 
 export class NodeRegistry {

@@ -8,6 +8,7 @@ import { type Context, Hono } from 'hono'
 import { stream } from 'hono/streaming'
 import { isBytes, readBytes, unreadBytes } from '../../node/http/bodies.ts'
 import { FollowedLogs } from '../../node/http/follow-logs.ts'
+import { parseTaskFilter } from '../../node/recent-tasks.ts'
 import {
   bytesResponse,
   errorResponse,
@@ -213,6 +214,8 @@ export function internalApi(options: InternalApiOptions): Hono {
       await out.write(`${JSON.stringify({ end: true })}\n`)
     })
   })
+
+  app.get(ROUTES.recentTasks, (c) => c.json(node.recentTasks.list(parseTaskFilter((k) => c.req.query(k)))))
 
   app.get(ROUTES.objectMeta, async (c) => {
     const id = c.req.param('id')
