@@ -16,6 +16,7 @@ import { adminToken, bearerToken } from './auth.ts'
 import { createMetrics, type RequestObserver } from './metrics.ts'
 import type { FunctionRegistry } from './registry/registry.ts'
 import { actorRoutes } from './routes/actors.ts'
+import { dashboardRoutes } from './routes/dashboard.ts'
 import { functionRoutes } from './routes/functions.ts'
 import { healthRoutes } from './routes/health.ts'
 import { logRoutes } from './routes/logs.ts'
@@ -113,6 +114,7 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
 
   if (options.internal) app.route('/', options.internal)
   app.route('/', healthRoutes(options.backend, metrics))
+  app.route('/', dashboardRoutes())
   app.route(
     '/v1',
     functionRoutes(options.backend, options.functions, {
