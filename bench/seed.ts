@@ -4,6 +4,10 @@
  *
  *   npm run bench:seed -- --scale 4 [--cpus 2] [--driver nested|sdk] [--compare-dask]
  *   npm run bench:seed -- --nodes 3 --cpus-per-node 1 --scale 1   (a head and 3 node processes)
+ *   npm run bench:seed -- --scale 8 --dashboard   (the dashboard open in headless Chromium meanwhile)
+ *
+ * It says the gateway's resident memory before, at most during, and after
+ * the timed run (with --nodes, the head's; else the one process's).
  *
  * The platform runs as `magpie start` in its own process and is warmed up
  * first (bundles loaded, burn loops calibrated), as the workload asks: the
@@ -11,6 +15,7 @@
  */
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -30,6 +35,8 @@ const { values } = parseArgs({
     'compare-dask': { type: 'boolean', default: false },
     'dask-script': { type: 'string', default: resolve(ROOT, '../shared/anchors/dask_seed_pipeline.py') },
     python: { type: 'string', default: '/usr/bin/python3' },
+    dashboard: { type: 'boolean', default: false },
+    chromium: { type: 'string', default: '/usr/bin/chromium' },
   },
 })
 const scale = Number(values.scale)
@@ -118,9 +125,18 @@ async function runMagpie() {
     // Nodes report their counters with heartbeats: let the warm-up's arrive.
     if (nodes !== undefined) await new Promise((r) => setTimeout(r, 1500))
     const before = await counters(platform.url)
+    // The gateway's resident memory through the timed run, with the dashboard open in a browser if asked.
+    const browser = values.dashboard ? await openDashboard(platform.url) : undefined
+    const rssBefore = rssMb(platform.child.pid)
+    let rssMax = rssBefore
+    const sampler = setInterval(() => {
+      rssMax = Math.max(rssMax, rssMb(platform.child.pid))
+    }, 250)
     const t0 = performance.now()
-    const answer = await run(mp, scale)
+    const answer = await run(mp, scale).finally(() => clearInterval(sampler))
     const makespan = (performance.now() - t0) / 1000
+    const rssAfter = rssMb(platform.child.pid)
+    await browser?.close()
     // Nodes report their counters with heartbeats: let the last ones arrive.
     if (nodes !== undefined) await new Promise((r) => setTimeout(r, 1500))
     const after = await counters(platform.url)
@@ -143,6 +159,8 @@ async function runMagpie() {
       bytes_shared_between_threads: after.shared - before.shared,
       steals: after.steals - before.steals,
       bytes_moved_between_nodes: after.moved - before.moved,
+      dashboard_open: values.dashboard,
+      gateway_rss_mb: { before: Math.round(rssBefore), max: Math.round(rssMax), after: Math.round(rssAfter) },
     }
   } finally {
     await mp.close()
@@ -170,6 +188,25 @@ function runDask(): Promise<Record<string, unknown>> {
       else done(JSON.parse(line) as Record<string, unknown>)
     })
   })
+}
+
+/** Resident memory of a process, in MiB (the gateway's: with --nodes the head, else the platform with its node). */
+function rssMb(pid: number | undefined): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 1024
+}
+
+/** Opens the dashboard in headless Chromium (playwright-core), which polls the gateway as a user's would. */
+async function openDashboard(url: string) {
+  const { chromium } = await import('playwright-core')
+  const browser = await chromium.launch({
+    executablePath: values.chromium,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  })
+  const page = await browser.newPage()
+  await page.goto(url)
+  await page.waitForSelector('#nodes tbody td.state-alive')
+  return browser
 }
 
 function round(x: number): number {
