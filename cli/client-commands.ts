@@ -63,27 +63,3 @@ export async function runLogs(
   }
   return 0
 }
-
-export async function runStatus(url: string, token: string | undefined) {
-  const mp = connect(url, { token })
-  try {
-    const response = await fetch(`${mp.url}/v1/nodes`, {
-      headers: token ? { authorization: `Bearer ${token}` } : {},
-    })
-    const nodes = (await response.json()) as Array<Record<string, unknown>>
-    for (const n of nodes) {
-      const objects = n.objects as {
-        count: number
-        bytes: number
-        spilledCount?: number
-        spilledBytes?: number
-      }
-      console.log(
-        `${n.id}\t${n.state}\tcpus ${n.cpus}\trunning ${n.running}\tqueued ${n.queued}\tobjects ${objects.count} (${objects.bytes} bytes in memory, ${objects.spilledCount ?? 0} spilled: ${objects.spilledBytes ?? 0} bytes)`,
-      )
-    }
-  } finally {
-    await mp.close()
-  }
-  return 0
-}

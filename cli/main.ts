@@ -1,7 +1,8 @@
 /** The magpie command line: start the platform, call functions, read objects. */
 import { parseArgs } from 'node:util'
-import { runGet, runInvoke, runLogs, runStatus } from './client-commands.ts'
+import { runGet, runInvoke, runLogs } from './client-commands.ts'
 import { runDeploy } from './deploy.ts'
+import { runMemory, runStatus, runTimeline } from './inspect.ts'
 import { runNew } from './new.ts'
 import { runSecret } from './secret.ts'
 import { runStart } from './start.ts'
@@ -52,7 +53,10 @@ commands:
   logs ID [-f] [--children] [--timestamps]
                               what a call wrote (-f: and what it writes, until it settles;
                               --children: and the calls it made, each line prefixed [id])
-  status                       nodes, queues and objects at a glance
+  status [--json]              nodes, queues and objects at a glance
+  memory [--limit 20] [--json] the biggest objects: where they are and what holds them
+  timeline --out trace.json [--seconds 60]
+                              the last calls in Chrome's trace format (open it in Perfetto)
 
 client commands take --url (default $MAGPIE_URL or http://127.0.0.1:8080) and --token ($MAGPIE_TOKEN).`
 
@@ -96,6 +100,10 @@ async function main(argv: string[]): Promise<number> {
       'keep-versions': { type: 'string' },
       'max-bundle': { type: 'string' },
       follow: { type: 'boolean', short: 'f' },
+      json: { type: 'boolean' },
+      limit: { type: 'string' },
+      out: { type: 'string' },
+      seconds: { type: 'string' },
       children: { type: 'boolean' },
       timestamps: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -148,7 +156,11 @@ async function main(argv: string[]): Promise<number> {
         timestamps: values.timestamps === true,
       })
     case 'status':
-      return runStatus(url, token)
+      return runStatus(url, token, values.json === true)
+    case 'memory':
+      return runMemory(url, token, values.limit, values.json === true)
+    case 'timeline':
+      return runTimeline(url, token, values.out, values.seconds)
     default:
       console.error(`unknown command: ${command}\n\n${USAGE}`)
       return 2

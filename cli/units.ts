@@ -53,3 +53,15 @@ export function parseLogRetention(raw: string, defaults: { bytes: number; ageMs:
     ageMs: age.trim() === '' ? defaults.ageMs : parseDuration('log-retention', age),
   }
 }
+
+/** Bytes as a person reads them: 0 B, 512 B, 1.5 KiB, 64.0 MiB, 2.1 GiB. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB']
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`
+}

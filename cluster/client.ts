@@ -9,6 +9,7 @@ import type { z } from 'zod'
 import type { ActorInfo } from '../node/actors.ts'
 import type { LogLine, LogsRead } from '../node/call-logs.ts'
 import { type TaskFilter, type TaskRecord, taskFilterQuery } from '../node/recent-tasks.ts'
+import type { HeldObject } from '../node/store/object-store.ts'
 import { toShared } from '../node/worker/shared-bytes.ts'
 import { BYTES_TYPE, type EncodedValue, JSON_TYPE } from '../sdk/codec.ts'
 import { ERROR_STATUS, errorFromBody, MagpieError } from '../sdk/errors.ts'
@@ -20,6 +21,7 @@ import {
   FunctionList,
   type Heartbeat,
   HeartbeatAnswer,
+  HeldObjects,
   type Moved,
   ObjectMeta,
   RecentTasks,
@@ -270,6 +272,12 @@ export class InternalClient {
     } catch (err) {
       if (!signal.aborted) throw err
     }
+  }
+
+  /** A node's biggest objects, with what holds them. */
+  async biggestObjects(at: string, limit: number): Promise<HeldObject[]> {
+    const answer = await this.#send('GET', this.#url(at, ROUTES.biggestObjects, '', `?limit=${limit}`))
+    return read(HeldObjects, answer, 'biggest objects')
   }
 
   /** The calls a node saw lately, as `filter` asks. */

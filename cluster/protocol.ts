@@ -70,6 +70,8 @@ export const ROUTES = {
   logs: '/internal/logs/:id',
   /** node: the calls it saw lately (`?state=&function=&since=&limit=`), as JSON (TaskRecord[]). */
   recentTasks: '/internal/recent-tasks',
+  /** node: its biggest objects (`?limit=`), with what holds them (HeldObjects). */
+  biggestObjects: '/internal/biggest-objects',
 } as const
 
 /** Node ids: `n` and six letters or digits; the ids of objects a node makes start with it and `_`. */
@@ -270,6 +272,19 @@ export const RecentTasks = z.array(
     startedAt: z.number().nullable(),
     finishedAt: z.number().nullable(),
     error: z.object({ code: z.string(), message: z.string() }).passthrough().optional(),
+  }),
+)
+
+/** A node's biggest objects (see ObjectStore.biggest). */
+export const HeldObjects = z.array(
+  z.object({
+    id: z.string(),
+    size: count,
+    contentType: z.string().nullable(),
+    function: z.string().nullable(),
+    where: z.enum(['memory', 'disk', 'elsewhere']),
+    heldBy: z.object({ calls: count, values: count, handles: count }),
+    ttlS: count.nullable(),
   }),
 )
 

@@ -12,7 +12,7 @@ import type { LogsFollow, LogsRead } from './call-logs.ts'
 import { fileResponse, STREAM_FROM_DISK_BYTES } from './http/responses.ts'
 import type { CancelRequest, LocalNode, NodeStats, TaskSpec } from './node.ts'
 import type { TaskFilter, TaskRecord } from './recent-tasks.ts'
-import type { ObjectStatus } from './store/object-store.ts'
+import type { HeldObject, ObjectStatus } from './store/object-store.ts'
 
 /**
  * What the gateway reads of an object, wherever it is kept: a node's store
@@ -106,6 +106,8 @@ export interface Backend {
   logs(id: string, children: boolean, follow?: LogsFollow): Promise<LogsRead>
   /** The calls seen lately on every node, newest first (GET /v1/tasks). */
   tasks(filter: TaskFilter): Promise<NodeTaskRecord[]>
+  /** The biggest objects on every node, biggest first, with what holds them (GET /v1/objects?sort=size). */
+  biggestObjects(limit: number): Promise<Array<HeldObject & { node: string }>>
   nodes(): NodeInfo[]
   ready(): boolean
 }
@@ -146,6 +148,7 @@ export function localBackend(node: LocalNode, address: () => string): Backend {
     delete: async (id) => node.delete(id),
     logs: async (id, children, follow) => node.readLogs(id, children, follow),
     tasks: async (filter) => node.recentTasks.list(filter).map((t) => ({ ...t, node: 'local' })),
+    biggestObjects: async (limit) => node.biggestObjects(limit).map((o) => ({ ...o, node: 'local' })),
     nodes: () => {
       const { steals, ...stats } = node.stats()
       return [

@@ -23,7 +23,7 @@ import { type HistogramData, RecentTasks } from './recent-tasks.ts'
 import { RemoteObjects } from './remote-objects.ts'
 import { RoomSignal } from './room.ts'
 import { WorkScheduler } from './scheduler/scheduler.ts'
-import { isSettled, ObjectStore } from './store/object-store.ts'
+import { type HeldObject, isSettled, ObjectStore } from './store/object-store.ts'
 import { SpillStore } from './store/spill.ts'
 import { type FunctionCatalog, makeTask, type Task, type TaskSpec } from './task.ts'
 import { TaskRunner } from './task-runner.ts'
@@ -414,6 +414,12 @@ export class LocalNode {
     } else if (follow) queueMicrotask(() => follow.end())
     const { chunks, gone } = this.logs.read(id, children)
     return { lines: chunks, gone, known: entry !== undefined || chunks.length > 0 || gone.length > 0 }
+  }
+
+  /** The biggest objects here, with what holds them (`magpie memory`). */
+  biggestObjects(limit: number): HeldObject[] {
+    const threads = this.#pool.all()
+    return this.store.biggest(limit, (id) => threads.filter((w) => w.holds.has(id)).length)
   }
 
   /** Kills an actor: its queued calls fail with ACTOR_DIED. False if it is unknown or dead already. */

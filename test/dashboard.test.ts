@@ -64,7 +64,10 @@ afterAll(async () => {
 })
 
 const invoke = async (fn: string, args: unknown[]) => {
-  const res = await fetch(`${url}/v1/functions/${fn}/invoke`, { method: 'POST', body: JSON.stringify({ args }) })
+  const res = await fetch(`${url}/v1/functions/${fn}/invoke`, {
+    method: 'POST',
+    body: JSON.stringify({ args }),
+  })
   return ((await res.json()) as { id: string }).id
 }
 

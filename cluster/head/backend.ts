@@ -352,11 +352,28 @@ export function clusterBackend(options: ClusterBackendOptions): ClusterBackend {
       return read
     },
 
-    async tasks(filter) {
+    async biggestObjects(limit) {
       const lists = await Promise.all(
         registry.alive().map(async (n) =>
-          (await client.recentTasks(n.address, filter).catch(() => [])).map((t) => ({ ...t, node: n.id })),
+          (await client.biggestObjects(n.address, limit).catch(() => [])).map((o) => ({
+            ...o,
+            node: n.id,
+          })),
         ),
+      )
+      return lists
+        .flat()
+        .sort((a, b) => b.size - a.size)
+        .slice(0, limit)
+    },
+
+    async tasks(filter) {
+      const lists = await Promise.all(
+        registry
+          .alive()
+          .map(async (n) =>
+            (await client.recentTasks(n.address, filter).catch(() => [])).map((t) => ({ ...t, node: n.id })),
+          ),
       )
       return lists
         .flat()

@@ -8,7 +8,6 @@ import { type Context, Hono } from 'hono'
 import { stream } from 'hono/streaming'
 import { isBytes, readBytes, unreadBytes } from '../../node/http/bodies.ts'
 import { FollowedLogs } from '../../node/http/follow-logs.ts'
-import { parseTaskFilter } from '../../node/recent-tasks.ts'
 import {
   bytesResponse,
   errorResponse,
@@ -16,6 +15,7 @@ import {
   STREAM_FROM_DISK_BYTES,
 } from '../../node/http/responses.ts'
 import type { LocalNode } from '../../node/node.ts'
+import { limitParam, parseTaskFilter } from '../../node/recent-tasks.ts'
 import { isSettled, type ObjectEntry, type ObjectStore } from '../../node/store/object-store.ts'
 import { type EncodedValue, isObjectId, JSON_TYPE } from '../../sdk/codec.ts'
 import {
@@ -214,6 +214,8 @@ export function internalApi(options: InternalApiOptions): Hono {
       await out.write(`${JSON.stringify({ end: true })}\n`)
     })
   })
+
+  app.get(ROUTES.biggestObjects, (c) => c.json(node.biggestObjects(limitParam(c.req.query('limit')))))
 
   app.get(ROUTES.recentTasks, (c) => c.json(node.recentTasks.list(parseTaskFilter((k) => c.req.query(k)))))
 

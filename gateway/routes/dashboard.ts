@@ -24,7 +24,10 @@ export function dashboardRoutes(): Hono {
   app.get('/', (c) => {
     page ??= readFileSync(pagePath() ?? PAGE, 'utf8')
     c.header('cache-control', 'no-store')
-    c.header('content-security-policy', "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'")
+    c.header(
+      'content-security-policy',
+      "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'",
+    )
     return c.html(page)
   })
   return app

@@ -3,6 +3,7 @@ import { Hono } from 'hono'
 import { stream } from 'hono/streaming'
 import type { Backend, ObjectInfo } from '../../node/backend.ts'
 import { unreadBytes } from '../../node/http/bodies.ts'
+import { limitParam } from '../../node/recent-tasks.ts'
 import { BYTES_TYPE, ID_HEADER, JSON_TYPE, newObjectId } from '../../sdk/codec.ts'
 import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import {
@@ -34,6 +35,13 @@ export function objectRoutes(backend: Backend): Hono {
     await backend.durable?.()
     c.header('Location', `/v1/objects/${id}`)
     return c.json({ id }, 201)
+  })
+
+  /** The biggest objects, biggest first, with where they are and what holds them (`magpie memory`). */
+  app.get('/objects', async (c) => {
+    const sort = c.req.query('sort') ?? 'size'
+    if (sort !== 'size') throw new BadRequestError('sort must be size')
+    return c.json(await backend.biggestObjects(limitParam(c.req.query('limit'))))
   })
 
   app.get('/objects/:id', async (c) => {

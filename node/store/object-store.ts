@@ -53,6 +53,20 @@ export interface ObjectEntry {
   bucket: number
 }
 
+/** An object as `magpie memory` shows it. */
+export interface HeldObject {
+  id: string
+  size: number
+  contentType: string | null
+  function: string | null
+  /** Its value in memory here, on disk here, or on another node. */
+  where: 'memory' | 'disk' | 'elsewhere'
+  /** Calls waiting to run that take it, stored values that contain it, threads' live handles to it. */
+  heldBy: { calls: number; values: number; handles: number }
+  /** Seconds its TTL has left (null: it lives only while something holds it). */
+  ttlS: number | null
+}
+
 /** How an object finishes: with a value, ready on another node, or with an error. */
 export type SettledAs =
   | { value: EncodedValue }
@@ -440,6 +454,43 @@ export class ObjectStore {
   }
 
   /** Counts for status pages and metrics. */
+  /**
+   * The biggest objects here, biggest first, with where their values are and
+   * what holds them (`magpie memory`): calls waiting to run that take them,
+   * values that contain them, and threads' live handles (`handles(id)`).
+   */
+  biggest(limit: number, handles: (id: string) => number): HeldObject[] {
+    const top: ObjectEntry[] = []
+    for (const entry of this.#entries.values()) {
+      if (!isSettled(entry) || entry.size === 0) continue
+      if (top.length === limit && (top[limit - 1] as ObjectEntry).size >= entry.size) continue
+      let at = top.length
+      while (at > 0 && (top[at - 1] as ObjectEntry).size < entry.size) at--
+      top.splice(at, 0, entry)
+      if (top.length > limit) top.pop()
+    }
+    const wanted = new Set(top.map((e) => e.id))
+    const calls = new Map<string, number>()
+    const values = new Map<string, number>()
+    for (const entry of this.#entries.values()) {
+      for (const ref of entry.refs ?? []) {
+        if (!wanted.has(ref)) continue
+        const into = isSettled(entry) ? values : calls
+        into.set(ref, (into.get(ref) ?? 0) + 1)
+      }
+    }
+    const now = this.#now()
+    return top.map((e) => ({
+      id: e.id,
+      size: e.size,
+      contentType: e.contentType,
+      function: e.function,
+      where: !e.stored ? 'elsewhere' : this.#values.inMemory(e.id) ? 'memory' : 'disk',
+      heldBy: { calls: calls.get(e.id) ?? 0, values: values.get(e.id) ?? 0, handles: handles(e.id) },
+      ttlS: e.expiresAt === 0 ? null : Math.max(0, Math.round((e.expiresAt - now) / 1000)),
+    }))
+  }
+
   stats(): StoreStats {
     const values = this.#values.counts()
     return {

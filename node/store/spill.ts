@@ -6,6 +6,7 @@
  * Writes and reads are synchronous: the store's memory bound holds at every
  * step, and a value is on disk before its memory is let go.
  */
+
 import {
   closeSync,
   ftruncateSync,
@@ -20,6 +21,7 @@ import {
 import { join } from 'node:path'
 import type { EncodedValue } from '../../sdk/codec.ts'
 import { BadRequestError, ObjectStoreFullError } from '../../sdk/errors.ts'
+import { warn } from '../log.ts'
 
 export interface SpillOptions {
   /** The folder for spill files; created, and emptied of what an earlier run left. */
@@ -288,8 +290,10 @@ function writeAll(fd: number, data: Uint8Array, position: number): void {
 }
 
 /** A failed write as the store reports it: a full disk is OBJECT_STORE_FULL. */
+/** Why a spill failed, as the caller's error; said in the platform's log too. */
 function diskError(err: unknown, length: number): Error {
   const code = (err as NodeJS.ErrnoException).code
+  warn('a value could not be spilled to disk', { bytes: length, code, cause: err })
   if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG') {
     return new ObjectStoreFullError(
       `object store full: no room on disk to spill ${length} more bytes (${code})`,

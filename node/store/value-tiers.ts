@@ -156,6 +156,11 @@ export class ValueTiers {
     return file
   }
 
+  /** Whether a value is in memory (else, if kept, it is on disk). */
+  inMemory(id: string): boolean {
+    return this.#memory.has(id)
+  }
+
   /** Ids of values in memory of at least `minBytes`, at most `limit` of them. */
   largestInMemory(minBytes: number, limit: number): string[] {
     const ids: string[] = []
