@@ -159,3 +159,86 @@ describe('magpie invoke and get', () => {
     await once(child, 'exit')
   })
 })
+
+describe('the command line', () => {
+  const magpie = (args: string[], env: Record<string, string> = {}) =>
+    new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+      const child = spawn(process.execPath, [join(ROOT, 'bin/magpie.mjs'), ...args], {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+      })
+      started.push(child)
+      let out = ''
+      let err = ''
+      child.stdout.on('data', (c: Buffer) => {
+        out += c
+      })
+      child.stderr.on('data', (c: Buffer) => {
+        err += c
+      })
+      child.once('exit', (code) => resolve({ code, out, err }))
+    })
+
+  it('answers --help, -h, COMMAND --help and --version with exit 0', async () => {
+    for (const args of [['--help'], ['-h'], ['help']]) {
+      const run = await magpie(args)
+      expect(run.code).toBe(0)
+      expect(run.out).toMatch(/^usage: magpie <command>/)
+      expect(run.out).toMatch(/^ {2}timeline /m)
+    }
+    const start = await magpie(['start', '--help'])
+    expect(start.code).toBe(0)
+    expect(start.out).toMatch(/^usage: magpie start/)
+    expect(start.out).toMatch(/MAGPIE_OBJECT_STORE_MEMORY/)
+    const logs = await magpie(['logs', '-h'])
+    expect(logs).toMatchObject({ code: 0, out: expect.stringMatching(/^usage: magpie logs ID/) })
+    const version = await magpie(['--version'])
+    expect(version.code).toBe(0)
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }
+    expect(version.out.trim()).toBe(pkg.version)
+  }, 30_000)
+
+  it('prints the usage and exits 2 for an unknown command, an unknown option, or an option of another command', async () => {
+    const none = await magpie([])
+    expect(none.code).toBe(2)
+    expect(none.err).toMatch(/usage: magpie <command>/)
+    const unknown = await magpie(['launch'])
+    expect(unknown.code).toBe(2)
+    expect(unknown.err).toMatch(/unknown command: launch[\s\S]*usage: magpie <command>/)
+    const foreign = await magpie(['invoke', 'add', '--cpus', '4'])
+    expect(foreign.code).toBe(2)
+    expect(foreign.err).toMatch(/Unknown option '--cpus'[\s\S]*usage: magpie invoke NAME/)
+    expect((await magpie(['status', '--follow'])).code).toBe(2)
+  }, 30_000)
+
+  it('reads every option of start from MAGPIE_* variables; the command line wins', async () => {
+    const run = spawn(process.execPath, [join(ROOT, 'bin/magpie.mjs'), 'start'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        MAGPIE_PORT: '0',
+        MAGPIE_CPUS: '1',
+        MAGPIE_METRICS_PUBLIC: '1',
+        MAGPIE_LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    started.push(run)
+    let out = ''
+    const url = await new Promise<string>((resolve, reject) => {
+      run.stdout?.on('data', (chunk: Buffer) => {
+        out += chunk
+        const match = /listening on (http:\/\/\S+)/.exec(out)
+        if (match?.[1]) resolve(match[1])
+      })
+      run.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)))
+    })
+    const nodes = (await (await fetch(`${url}/v1/nodes`)).json()) as Array<{ cpus: number }>
+    expect(nodes[0]?.cpus).toBe(1)
+    const bad = await magpie(['start', '--port', '0'], { MAGPIE_METRICS_PUBLIC: 'maybe' })
+    expect(bad.code).toBe(2)
+    expect(bad.err).toMatch(/MAGPIE_METRICS_PUBLIC must be 1, true, 0 or false/)
+    run.kill('SIGTERM')
+    await once(run, 'exit')
+  }, 30_000)
+})
