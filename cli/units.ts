@@ -1,5 +1,5 @@
-/** Sizes on the command line: `67108864`, `64MiB`, `1.5GB`, `512m`, or `30%` of this machine's memory. */
-import { totalmem } from 'node:os'
+/** Sizes on the command line: `67108864`, `64MiB`, `1.5GB`, `512m`, or `30%` of the memory this process may use (the machine's, or its container's limit). */
+import { memoryLimit } from '../node/limits.ts'
 
 const UNITS: Record<string, number> = {
   '': 1,
@@ -23,7 +23,7 @@ const UNITS: Record<string, number> = {
  * Docker reads them), decimal ones (kB, MB, GB, TB), or a percentage of RAM.
  * Throws with the flag's name on anything else.
  */
-export function parseBytes(name: string, raw: string, total = totalmem()): number {
+export function parseBytes(name: string, raw: string, total = memoryLimit()): number {
   const match = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*|%)\s*$/.exec(raw)
   const unit = match?.[2]?.toLowerCase()
   const factor = unit === '%' ? total / 100 : unit === undefined ? undefined : UNITS[unit]

@@ -12,8 +12,9 @@
  * measured with `npm run bench:overload`: a quarter of memory at most), and a
  * tenth of it for the arguments of waiting calls.
  */
-import { totalmem } from 'node:os'
+
 import { QueueFullError } from '../sdk/errors.ts'
+import { memoryLimit } from './limits.ts'
 import type { TaskArg } from './worker/messages.ts'
 
 /** What a refused client is told to wait before trying again, in seconds. */
@@ -27,7 +28,7 @@ export interface AdmissionLimits {
 }
 
 /** The bounds for a machine with `memory` bytes. */
-export function defaultLimits(memory = totalmem()): Required<{ [K in keyof AdmissionLimits]: number }> {
+export function defaultLimits(memory = memoryLimit()): Required<{ [K in keyof AdmissionLimits]: number }> {
   return {
     maxQueued: Math.min(1_000_000, Math.floor(memory / 16_384)),
     maxQueuedBytes: Math.floor(memory / 10),

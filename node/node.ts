@@ -8,7 +8,7 @@
  * their handles), remote-objects.ts (copies from other nodes).
  */
 import { mkdtempSync } from 'node:fs'
-import { availableParallelism, tmpdir, totalmem } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { EncodedValue } from '../sdk/codec.ts'
 import { ActorNotFoundError, FunctionNotFoundError, type SerializedError } from '../sdk/errors.ts'
@@ -16,6 +16,7 @@ import { type ActorSpec, Actors } from './actors.ts'
 import { Admission, type AdmissionLimits } from './admission.ts'
 import { CallLogs, type LogsFollow, type LogsRead } from './call-logs.ts'
 import { Dispatcher } from './dispatcher.ts'
+import { cpuLimit, memoryLimit } from './limits.ts'
 import { LogPrinter } from './log-printer.ts'
 import { MemoryPressure } from './memory-pressure.ts'
 import { NodeCounters } from './node-counters.ts'
@@ -47,7 +48,7 @@ export interface NodeOptions {
   printLogs?: boolean | undefined
   /** This node's id in a cluster: objects made here have ids that start with it and `_`. */
   id?: string
-  /** Worker threads (default: one per core). */
+  /** Worker threads (default: one per core this process may use, see limits.ts). */
   cpus?: number
   /** Bytes of object values kept in memory (default 30% of RAM). */
   objectStoreMemory?: number
@@ -160,7 +161,7 @@ export class LocalNode {
   readonly #actorCheckpointed: NodeOptions['actorCheckpointed']
 
   constructor(options: NodeOptions) {
-    const cpus = options.cpus ?? availableParallelism()
+    const cpus = options.cpus ?? cpuLimit()
     if (!Number.isInteger(cpus) || cpus < 1) throw new TypeError('options.cpus must be a positive integer')
     const prefetch = options.prefetch ?? 1
     if (!Number.isInteger(prefetch) || prefetch < 0)
@@ -190,7 +191,7 @@ export class LocalNode {
     }))
     this.#functions = options.functions
     this.#scheduler = new WorkScheduler<Task>(cpus)
-    const memoryBytes = options.objectStoreMemory ?? Math.floor(totalmem() * 0.3)
+    const memoryBytes = options.objectStoreMemory ?? Math.floor(memoryLimit() * 0.3)
     const pressure = new MemoryPressure({
       storeBytes: memoryBytes,
       inMemory: () => this.store.memoryBytes,
