@@ -55,7 +55,8 @@ export async function runBuild(root, { prebuilt = false } = {}) {
   }
   const ready = known && existsSync(join(root, 'dist', known.dir, 'cli.js'))
   // A clone (it has .git) rebuilds what it changed, even after a pack built into it.
-  if (ready && known.prebuilt && !prebuilt && !existsSync(join(root, '.git'))) return join(root, 'dist', known.dir)
+  if (ready && known.prebuilt && !prebuilt && !existsSync(join(root, '.git')))
+    return join(root, 'dist', known.dir)
   const seen = fingerprint(root)
   if (ready && known.fingerprint === seen && !prebuilt) return join(root, 'dist', known.dir)
 

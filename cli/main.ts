@@ -68,6 +68,7 @@ const START: Options = {
   'log-level': string,
   'max-body': string,
   'metrics-public': flag,
+  cors: { type: 'string', multiple: true },
   'max-queued': string,
   'max-queued-bytes': string,
   watch: flag,
@@ -81,6 +82,18 @@ const START: Options = {
 export function envFor(option: string): string {
   if (option === 'secret') return 'MAGPIE_CLUSTER_SECRET'
   return `MAGPIE_${option.toUpperCase().replaceAll('-', '_')}`
+}
+
+/** `--cors` as given (repeated, or commas in MAGPIE_CORS): the origins, each checked. */
+function corsOrigins(raw: string | boolean | string[] | undefined): string[] | undefined {
+  if (raw === undefined || typeof raw === 'boolean') return undefined
+  const origins = (Array.isArray(raw) ? raw : [raw]).flatMap((o) => o.split(',')).map((o) => o.trim())
+  for (const origin of origins) {
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new UsageError(`--cors takes origins such as https://app.example.com (or *): ${origin}`)
+    }
+  }
+  return origins
 }
 
 /** Options not given on the command line, from the environment. */
@@ -126,7 +139,8 @@ const START_USAGE = `usage: magpie start [options]
   logging: --log-level info  the platform's log on stderr (JSON unless a terminal): a line per
         request (info), warnings (warn)
   gateway (start, --head, --nodes): --max-body 64MiB  largest request body; --metrics-public
-        /metrics without the token; --max-queued N, --max-queued-bytes SIZE  calls (and bytes of
+        /metrics without the token; --cors ORIGIN (again for more, or * for any)  pages of
+        those origins may call the API (MAGPIE_CORS: origins separated by commas); --max-queued N, --max-queued-bytes SIZE  calls (and bytes of
         their arguments) that may wait before new ones get 429 (default from memory)
   functions (start, --head, --nodes): --watch  deploy a saved folder again at once;
         --admin-token T  what deploys need; --keep-versions 5  versions kept;
@@ -165,6 +179,7 @@ const COMMANDS: Record<string, Command> = {
         secretFile: s('secret-file'),
         advertiseUrl: s('advertise-url'),
         metricsPublic: v['metrics-public'] === true,
+        cors: corsOrigins(v.cors),
         maxCallTime: s('max-call-time'),
         workerMemory: s('worker-memory'),
         maxCallOutput: s('max-call-output'),

@@ -33,6 +33,7 @@ export interface StartFlags {
   secretFile?: string | undefined
   advertiseUrl?: string | undefined
   metricsPublic?: boolean | undefined
+  cors?: string[] | undefined
   maxCallTime?: string | undefined
   workerMemory?: string | undefined
   maxCallOutput?: string | undefined
@@ -264,6 +265,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
       host,
       token: flags.token,
       metricsPublic: flags.metricsPublic,
+      cors: flags.cors,
       secret,
       stateDir,
       advertiseUrl,
@@ -324,6 +326,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
     host,
     token: flags.token,
     metricsPublic: flags.metricsPublic,
+    cors: flags.cors,
     ...(cpus === undefined ? {} : { cpus }),
     ...store,
     ...gateway,

@@ -5,12 +5,14 @@
 import type { ServerResponse } from 'node:http'
 import { Hono, type MiddlewareHandler } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
+import { cors } from 'hono/cors'
 import { HTTPException } from 'hono/http-exception'
 import { routePath } from 'hono/route'
 import { RETRY_AFTER_S } from '../node/admission.ts'
 import type { Backend } from '../node/backend.ts'
 import { errorResponse } from '../node/http/responses.ts'
 import { log } from '../node/log.ts'
+import { ID_HEADER } from '../sdk/codec.ts'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
 import { adminToken, bearerToken } from './auth.ts'
 import { createMetrics, type RequestObserver } from './metrics.ts'
@@ -39,6 +41,8 @@ export interface GatewayAppOptions {
   maxBundleBytes?: number | undefined
   /** Serve /metrics without the token (for a scraper inside a trusted network). */
   metricsPublic?: boolean | undefined
+  /** Origins whose pages may call the API (CORS), `*` for any. */
+  cors?: readonly string[] | undefined
   /** The head's routes for its nodes (under /internal, behind the cluster secret). */
   internal?: Hono | undefined
 }
@@ -108,6 +112,20 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
 
   const metrics = createMetrics(options.backend)
   app.use('*', accessLog(metrics.observeRequest))
+  // Before the token: a browser's preflight carries none.
+  if (options.cors && options.cors.length > 0) {
+    const origins = [...options.cors]
+    app.use(
+      '*',
+      cors({
+        origin: origins.includes('*') ? '*' : origins,
+        allowMethods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
+        allowHeaders: ['Authorization', 'Content-Type', ID_HEADER],
+        exposeHeaders: [ID_HEADER, 'Location', 'Retry-After'],
+        maxAge: 600,
+      }),
+    )
+  }
   app.use('/v1/*', limitBody(maxBodyBytes))
   if (options.token) app.use('/v1/*', bearerToken(options.token, options.adminToken))
   if (options.token && !options.metricsPublic) app.use('/metrics', bearerToken(options.token))

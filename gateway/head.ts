@@ -30,6 +30,8 @@ export interface HeadOptions {
   token?: string | undefined
   /** Serve /metrics without the token. */
   metricsPublic?: boolean | undefined
+  /** Origins whose pages may call the API (`--cors`). */
+  cors?: readonly string[] | undefined
   /** Shared with the nodes: given, else kept in the state folder from an earlier start, else made up. */
   secret?: string | undefined
   /**
@@ -146,6 +148,7 @@ export async function startHead(options: HeadOptions) {
     adminToken: options.adminToken,
     maxBundleBytes: options.maxBundleBytes,
     metricsPublic: options.metricsPublic,
+    cors: options.cors,
     internal: headRoutes({ registry, backend, client, secret, functions: headFunctions(functions) }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })

@@ -27,6 +27,8 @@ export interface PlatformOptions {
   token?: string | undefined
   /** Serve /metrics without the token. */
   metricsPublic?: boolean | undefined
+  /** Origins whose pages may call the API (`--cors`). */
+  cors?: readonly string[] | undefined
   /** Bytes of object values the node keeps in memory (default 30% of RAM). */
   objectStoreMemory?: number
   /** The longest any call may run, in ms (`--max-call-time`). */
@@ -104,6 +106,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     adminToken: options.adminToken,
     maxBundleBytes: options.maxBundleBytes,
     metricsPublic: options.metricsPublic,
+    cors: options.cors,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })
   const server = await listen(app.fetch, options.port ?? 8080, host)

@@ -287,7 +287,7 @@ export class Client {
   /** Waits until `numReturns` of `refs` are ready; both lists keep input order. */
   async wait<T>(refs: readonly ObjectRef<T>[], options: WaitOptions = {}): Promise<WaitResult<T>> {
     if (!Array.isArray(refs)) throw new TypeError('refs must be an array of ObjectRefs')
-    const checked = refs.map(checkRef)
+    const checked = refs.map((r: ObjectRef<T>) => checkRef(r))
     const ids = checked.map((r) => r.id)
     if (new Set(ids).size !== ids.length) throw new BadRequestError('wait got the same ref twice')
     const numReturns = options.numReturns ?? Math.min(1, ids.length)
@@ -389,7 +389,7 @@ function roundS(seconds: number): string {
   return String(Math.round(seconds * 1000) / 1000)
 }
 
-function checkRef(ref: ObjectRef): ObjectRef {
+function checkRef<T>(ref: ObjectRef<T>): ObjectRef<T> {
   if (!(ref instanceof ObjectRef) || !isObjectId(ref.id)) throw new TypeError('expected an ObjectRef')
   return ref
 }
@@ -402,13 +402,30 @@ function checkTimeout(timeout: unknown): number | undefined {
   return timeout
 }
 
+/** A variable of the environment, where the runtime has one and lets it be read (Deno asks first). */
+function fromEnv(name: string): string | undefined {
+  try {
+    const value = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[
+      name
+    ]
+    return value === '' ? undefined : value
+  } catch {
+    return undefined
+  }
+}
+
 /**
- * Connects to a magpie gateway (default `http://127.0.0.1:8080`).
+ * Connects to a magpie gateway: `url`, else `$MAGPIE_URL`, else
+ * `http://127.0.0.1:8080`; the token from `options.token`, else `$MAGPIE_TOKEN`.
  * @example
- * const mp = connect('http://127.0.0.1:8080', { token: process.env.MAGPIE_TOKEN })
+ * const mp = connect() // MAGPIE_URL and MAGPIE_TOKEN
  */
-export function connect(url = 'http://127.0.0.1:8080', options: ConnectOptions = {}): Client {
-  return new Client(url, options)
+export function connect(url?: string, options: ConnectOptions = {}): Client {
+  const token = options.token ?? fromEnv('MAGPIE_TOKEN')
+  return new Client(url ?? fromEnv('MAGPIE_URL') ?? 'http://127.0.0.1:8080', {
+    ...options,
+    ...(token === undefined ? {} : { token }),
+  })
 }
 
 export type { MagpieError }

@@ -23,9 +23,13 @@ export function newObjectId(prefix = ''): string {
  * @example
  * const ref = square.remote(4); console.log(ref.id)
  */
-// biome-ignore lint/correctness/noUnusedVariables: T types what `get` returns
 export class ObjectRef<T = unknown> {
   readonly id: string
+  /**
+   * Types only (never set): what `get` returns, so that a ref to a string is
+   * not taken where a ref to a number is.
+   */
+  declare readonly __value?: T
 
   constructor(id: string) {
     if (!isObjectId(id)) throw new TypeError(`not an object id: ${JSON.stringify(id)}`)

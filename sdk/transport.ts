@@ -38,10 +38,24 @@ interface Backend {
   close(): Promise<void>
 }
 
-const isNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string'
+/** Whether undici may be there (a runtime that says it is Node: Node, and Bun, which says so too). */
+const maybeNode = typeof process !== 'undefined' && typeof process.versions?.node === 'string'
 
-async function undiciBackend(connections: number): Promise<Backend> {
-  const undici = await import('undici')
+/**
+ * undici's pooled `Agent.request` where the runtime has it (Node), else
+ * fetch: chosen by what the runtime can do, not by its name (Bun says it is
+ * Node, and its undici has no `Agent.request`).
+ */
+async function nodeBackend(connections: number): Promise<Backend> {
+  let undici: typeof import('undici') | undefined
+  try {
+    undici = await import('undici')
+  } catch {
+    // No undici here: fetch does.
+  }
+  if (typeof undici?.Agent?.prototype?.request !== 'function') {
+    return fetchBackend(globalThis.fetch.bind(globalThis))
+  }
   const agent = new undici.Agent({ connections, keepAliveTimeout: 30_000 })
   return {
     async send(method, url, headers, body) {
@@ -115,8 +129,8 @@ export class Transport {
     this.#headers = options.token ? { authorization: `Bearer ${options.token}` } : {}
     this.#backend = options.fetch
       ? Promise.resolve(fetchBackend(options.fetch))
-      : isNode
-        ? undiciBackend(connections)
+      : maybeNode
+        ? nodeBackend(connections)
         : Promise.resolve(fetchBackend(globalThis.fetch.bind(globalThis)))
     this.#backend.catch(() => {})
   }
