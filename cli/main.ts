@@ -6,9 +6,8 @@
  * exit 0. Every `start` option also reads `MAGPIE_<OPTION>` from the
  * environment (`--object-store-memory` from MAGPIE_OBJECT_STORE_MEMORY).
  */
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { packageVersion } from '../node/version.ts'
 import { runGet, runInvoke, runLogs } from './client-commands.ts'
 import { runDeploy } from './deploy.ts'
 import { runMemory, runStatus, runTimeline } from './inspect.ts'
@@ -279,20 +278,6 @@ magpie <command> --help says more; magpie --version says which magpie this is.`
 
 /** A command line that cannot be run: said with the usage, exit 2. */
 class UsageError extends Error {}
-
-function packageVersion(): string {
-  // From the sources (cli/) or a bundle (dist/run-*/): the package's folder is up one or two.
-  for (const up of ['..', '../..']) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(import.meta.dirname, up, 'package.json'), 'utf8')) as {
-        name?: string
-        version: string
-      }
-      if (pkg.name === 'magpie') return pkg.version
-    } catch {}
-  }
-  return 'unknown'
-}
 
 async function main(argv: string[]): Promise<number> {
   const [first, ...rest] = argv

@@ -12,10 +12,12 @@ import { RETRY_AFTER_S } from '../node/admission.ts'
 import type { Backend } from '../node/backend.ts'
 import { errorResponse } from '../node/http/responses.ts'
 import { log } from '../node/log.ts'
+import { packageVersion } from '../node/version.ts'
 import { ID_HEADER } from '../sdk/codec.ts'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
 import { adminToken, bearerToken } from './auth.ts'
 import { createMetrics, type RequestObserver } from './metrics.ts'
+import { openApiDocument, validateRoutes } from './openapi.ts'
 import type { FunctionRegistry } from './registry/registry.ts'
 import { actorRoutes } from './routes/actors.ts'
 import { dashboardRoutes } from './routes/dashboard.ts'
@@ -130,6 +132,9 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
   if (options.token) app.use('/v1/*', bearerToken(options.token, options.adminToken))
   if (options.token && !options.metricsPublic) app.use('/metrics', bearerToken(options.token))
 
+  // Path parameters and queries, checked with the routes' schemas (openapi.ts) before any handler.
+  validateRoutes(app)
+  app.get('/openapi.json', (c) => c.json(openApiDocument(packageVersion())))
   if (options.internal) app.route('/', options.internal)
   app.route('/', healthRoutes(options.backend, metrics))
   app.route('/', dashboardRoutes())

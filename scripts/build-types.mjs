@@ -9,9 +9,13 @@ import { fileURLToPath } from 'node:url'
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const out = resolve(root, process.argv[2] ?? 'dist/types')
 rmSync(out, { recursive: true, force: true })
-execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.sdk.json'), '--outDir', out], {
-  stdio: 'inherit',
-})
+execFileSync(
+  process.execPath,
+  [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.sdk.json'), '--outDir', out],
+  {
+    stdio: 'inherit',
+  },
+)
 for (const name of readdirSync(out)) {
   if (!name.endsWith('.d.ts')) continue
   const file = join(out, name)

@@ -48,6 +48,9 @@ type Container = {
 }
 type PodSpec = { terminationGracePeriodSeconds?: number; containers: Container[] }
 
+/** The pod template's spec of a Deployment. */
+const podOf = (o: Manifest): PodSpec => (o.spec as { template: { spec: PodSpec } }).template.spec
+
 describe('the Kubernetes manifests', () => {
   for (const overlay of ['dev', 'prod']) {
     it(`renders the ${overlay} overlay into valid objects, with probes, limits, a budget and autoscaling`, async () => {
@@ -65,7 +68,7 @@ describe('the Kubernetes manifests', () => {
         expect(kinds).toContain(wanted)
       }
       for (const deployment of objects.filter((o) => o.kind === 'Deployment')) {
-        const pod = (deployment.spec?.template as { spec: PodSpec }).spec
+        const pod = podOf(deployment)
         for (const c of pod.containers) {
           expect(c.livenessProbe, `${deployment.metadata.name} liveness`).toBeDefined()
           expect(c.readinessProbe, `${deployment.metadata.name} readiness`).toBeDefined()
@@ -76,7 +79,7 @@ describe('the Kubernetes manifests', () => {
       const node = objects.find(
         (o) => o.kind === 'Deployment' && o.metadata.name === 'magpie-node',
       ) as Manifest
-      const pod = (node.spec?.template as { spec: PodSpec }).spec
+      const pod = podOf(node)
       const env = pod.containers[0]?.env ?? []
       expect(env.find((e) => e.name === 'POD_IP')?.valueFrom).toEqual({
         fieldRef: { fieldPath: 'status.podIP' },
@@ -89,7 +92,7 @@ describe('the Kubernetes manifests', () => {
       const head = objects.find(
         (o) => o.kind === 'Deployment' && o.metadata.name === 'magpie-head',
       ) as Manifest
-      const headEnv = (head.spec?.template as { spec: PodSpec }).spec.containers[0]?.env ?? []
+      const headEnv = podOf(head).containers[0]?.env ?? []
       const tokenRef = headEnv.find((e) => e.name === 'MAGPIE_TOKEN')?.valueFrom as {
         secretKeyRef: { name: string }
       }
