@@ -8,7 +8,7 @@ import { isBytes, readBytes } from '../node/http/bodies.ts'
 import type { TaskArg } from '../node/worker/messages.ts'
 import { type EncodedValue, isObjectId, newObjectId, refIdOf } from '../sdk/codec.ts'
 import { BadRequestError, FunctionNotFoundError, ObjectNotFoundError } from '../sdk/errors.ts'
-import { type CallOptions, checkCallOptions } from '../sdk/types.ts'
+import { type CallOptions, checkCallOptions, refuseActorOptions } from '../sdk/types.ts'
 
 export const MAX_WAIT_S = 60
 
@@ -88,7 +88,10 @@ function nestingOver(text: string, max: number): boolean {
 }
 
 /** Arguments and options of a call: a JSON array, `{"args": [...], "options": {...}}`, or raw bytes. */
-export async function readCall(c: Context): Promise<{ args: TaskArg[]; options: CallOptions }> {
+export async function readCall(
+  c: Context,
+  functionCall = false,
+): Promise<{ args: TaskArg[]; options: CallOptions }> {
   if (isBytes(c)) {
     return {
       args: [{ kind: 'bytes', bytes: await readBytes(c) }],
@@ -105,6 +108,7 @@ export async function readCall(c: Context): Promise<{ args: TaskArg[]; options: 
     args = body.args
     try {
       options = checkCallOptions(body.options)
+      if (functionCall) refuseActorOptions(options)
     } catch (err) {
       throw new BadRequestError((err as Error).message)
     }
@@ -176,6 +180,7 @@ export function checkBatch(body: unknown, resolve: (fn: string) => string | unde
     let checked: CallOptions
     try {
       checked = checkCallOptions(options, `${where}.options`)
+      if (!target) refuseActorOptions(checked, `${where}.options`)
     } catch (err) {
       throw new BadRequestError((err as Error).message)
     }

@@ -27,15 +27,16 @@ import { BadRequestError, deserializeError, GetTimeoutError, type MagpieError } 
 import { streamObjects } from './object-stream.ts'
 import { ProgressBar } from './progress.ts'
 import { type Body, lines, Transport, type TransportOptions } from './transport.ts'
-import type {
-  AnyFunction,
-  CallOptions,
-  CancelOptions,
-  GetOptions,
-  RemoteArgs,
-  RemoteFunction,
-  WaitOptions,
-  WaitResult,
+import {
+  type AnyFunction,
+  type CallOptions,
+  type CancelOptions,
+  type GetOptions,
+  type RemoteArgs,
+  type RemoteFunction,
+  refuseActorOptions,
+  type WaitOptions,
+  type WaitResult,
 } from './types.ts'
 
 /** Options of {@link connect}. */
@@ -158,10 +159,11 @@ export class Client {
   /** A handle on the deployed function `name`. */
   remote<F extends AnyFunction = AnyFunction>(name: string, options: CallOptions = {}): RemoteFunction<F> {
     if (typeof name !== 'string' || name === '') throw new TypeError('name must be a non-empty string')
+    refuseActorOptions(options)
     return {
       name,
       remote: (...args: RemoteArgs<Parameters<F>>) => this.#invoke(name, args, options),
-      options: (more: CallOptions) => this.remote<F>(name, { ...options, ...more }),
+      options: (more: CallOptions) => this.remote<F>(name, refuseActorOptions({ ...options, ...more })),
     }
   }
 

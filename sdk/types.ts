@@ -209,6 +209,27 @@ function checkEnv(env: unknown, secrets: unknown, where: string, out: CallOption
   }
 }
 
+/** Options an actor takes when it is made: a call of a function refuses them rather than ignore them. */
+export const ACTOR_ONLY_OPTIONS = [
+  'maxRestarts',
+  'maxTaskRetries',
+  'maxConcurrency',
+  'checkpointEvery',
+  'lifetime',
+] as const
+
+/** A function call's options: TypeError naming an actor's option, which would do nothing there. */
+export function refuseActorOptions(options: CallOptions, where = 'options'): CallOptions {
+  for (const key of ACTOR_ONLY_OPTIONS) {
+    if (options[key] !== undefined) {
+      throw new TypeError(
+        `${where}.${key} is an option of actors (given when one is made), not of function calls`,
+      )
+    }
+  }
+  return options
+}
+
 const KNOWN_OPTIONS = new Set([
   'timeoutMs',
   'maxRetries',

@@ -1,8 +1,9 @@
 /** Bad input gets the JSON error of the contract, and the server keeps serving. */
 import { describe, expect, it } from 'vitest'
-import { usePlatform } from './helpers.ts'
+import { useClient, usePlatform } from './helpers.ts'
 
 const ctx = usePlatform({ maxBodyBytes: 4096 })
+const mp = useClient(ctx)
 
 async function expectError(response: Response, status: number, code: string) {
   expect(response.status).toBe(status)
@@ -35,6 +36,24 @@ describe('bad input', () => {
     const noTtl = await post('/v1/functions/square/invoke', '{"args": [1], "options": {"ttlS": 0}}')
     expect(noTtl.status).toBe(400)
     expect(((await noTtl.json()) as { error: { message: string } }).error.message).toContain('ttlS')
+  })
+
+  it('refuses an actor’s options on a call of a function, rather than drop them', async () => {
+    for (const option of ['"maxRestarts": 1', '"maxTaskRetries": 2', '"lifetime": "detached"']) {
+      const res = await post('/v1/functions/square/invoke', `{"args": [1], "options": {${option}}}`)
+      expect(res.status).toBe(400)
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/option of actors/)
+    }
+    const batch = await post(
+      '/v1/calls',
+      '[{"function": "square", "args": [2], "options": {"maxRestarts": 1}}]',
+    )
+    expect(batch.status).toBe(400)
+    expect(((await batch.json()) as { error: { message: string } }).error.message).toMatch(
+      /calls\[0\]\.options\.maxRestarts is an option of actors/,
+    )
+    expect(() => mp.remote('square').options({ maxRestarts: 1 })).toThrow(/option of actors/)
+    expect(() => mp.remote('square', { maxConcurrency: 2 })).toThrow(/option of actors/)
   })
 
   it('rejects JSON nested deeper than the limit with 400, and takes what is within it', async () => {

@@ -70,9 +70,14 @@ export function functionRoutes(
 
   app.post('/functions/:name/invoke', async (c) => {
     const record = find(c.req.param('name'))
-    return invokeOne(c, backend, (call) => {
-      backend.submit({ ...call, fn: record.ref })
-    })
+    return invokeOne(
+      c,
+      backend,
+      (call) => {
+        backend.submit({ ...call, fn: record.ref })
+      },
+      true,
+    )
   })
 
   /** Many calls in one request: checked as a whole, then submitted in order. */

@@ -19,11 +19,12 @@ export async function invokeOne(
   c: Context,
   backend: Backend,
   submit: (call: { id: string; args: TaskArg[]; options: CallOptions }) => void,
+  functionCall = false,
 ): Promise<Response> {
   const header = c.req.header(ID_HEADER)
   const id = header === undefined ? newObjectId() : checkId(header)
   const wait = waitParam(c)
-  const { args, options } = await readCall(c)
+  const { args, options } = await readCall(c, functionCall)
   await requireObjects(backend, refsOf(args))
   if (!backend.lookup(id)) backend.admit(1, argumentBytes(args))
   submit({ id, args, options })

@@ -27,6 +27,7 @@ import {
   checkCallOptions,
   type GetOptions,
   type RemoteFunction,
+  refuseActorOptions,
   type WaitOptions,
 } from '../../sdk/types.ts'
 import type { FromWorker, Outcome, TaskArg, ToWorker } from './messages.ts'
@@ -116,7 +117,8 @@ export function createFunctionRuntime(io: RuntimeIO): FunctionRuntime {
       io.send({ type: 'submit', id, fn: name, args: args.map(encodeArg), options, parent: io.currentTask() })
       return made(id)
     },
-    options: (more: CallOptions) => makeRemote(name, { ...options, ...checkCallOptions(more) }),
+    options: (more: CallOptions) =>
+      makeRemote(name, refuseActorOptions({ ...options, ...checkCallOptions(more) })),
   })
 
   /** A handle on an actor, inside a function: its method calls go to the node, in order. */
