@@ -46,11 +46,15 @@ const CHUNK_BYTES = 64
 
 export class CallLogs {
   readonly #entries = new Map<string, Entry>()
-  /** Ids whose lines were dropped for retention. */
+  /** Ids whose lines were dropped for retention (the last MAX_REMEMBERED, in a ring). */
   readonly #dropped = new Set<string>()
-  /** Nested calls: parent of each, and children of each parent. */
+  readonly #droppedRing: Array<string | undefined> = new Array(MAX_REMEMBERED)
+  #droppedNext = 0
+  /** Nested calls: parent of each, and children of each parent (the last MAX_REMEMBERED links, in a ring). */
   readonly #parents = new Map<string, string>()
-  readonly #children = new Map<string, string[]>()
+  readonly #children = new Map<string, Set<string>>()
+  readonly #linkRing: Array<string | undefined> = new Array(MAX_REMEMBERED)
+  #linkNext = 0
   /** Followers by the call they follow; `children`: the calls it made too. */
   readonly #followers = new Map<string, Set<{ follower: LogFollower; children: boolean }>>()
   readonly #o: CallLogsOptions
@@ -69,18 +73,23 @@ export class CallLogs {
   /** A call made by another: `children` answers follow this link. */
   link(parent: string, child: string): void {
     if (this.#parents.has(child)) return
+    const oldest = this.#linkRing[this.#linkNext]
+    if (oldest !== undefined) this.#unlink(oldest)
+    this.#linkRing[this.#linkNext] = child
+    this.#linkNext = (this.#linkNext + 1) % MAX_REMEMBERED
     this.#parents.set(child, parent)
     const siblings = this.#children.get(parent)
-    if (siblings) siblings.push(child)
-    else this.#children.set(parent, [child])
-    if (this.#parents.size > MAX_REMEMBERED) {
-      const oldest = this.#parents.keys().next().value as string
-      const of = this.#parents.get(oldest) as string
-      this.#parents.delete(oldest)
-      const rest = this.#children.get(of)?.filter((c) => c !== oldest)
-      if (rest && rest.length > 0) this.#children.set(of, rest)
-      else this.#children.delete(of)
-    }
+    if (siblings) siblings.add(child)
+    else this.#children.set(parent, new Set([child]))
+  }
+
+  #unlink(child: string): void {
+    const parent = this.#parents.get(child)
+    if (parent === undefined) return
+    this.#parents.delete(child)
+    const siblings = this.#children.get(parent)
+    siblings?.delete(child)
+    if (siblings?.size === 0) this.#children.delete(parent)
   }
 
   /** A call wrote. */
@@ -121,7 +130,8 @@ export class CallLogs {
   /** The call and the calls it made, down the tree, as far as this node knows. */
   descendants(id: string): string[] {
     const ids = [id]
-    for (let i = 0; i < ids.length; i++) ids.push(...(this.#children.get(ids[i] as string) ?? []))
+    for (let i = 0; i < ids.length; i++)
+      for (const child of this.#children.get(ids[i] as string) ?? []) ids.push(child)
     return ids
   }
 
@@ -186,9 +196,11 @@ export class CallLogs {
   #drop(id: string, entry: Entry): void {
     this.#entries.delete(id)
     this.#bytes -= entry.bytes
+    const oldest = this.#droppedRing[this.#droppedNext]
+    if (oldest !== undefined) this.#dropped.delete(oldest)
+    this.#droppedRing[this.#droppedNext] = id
+    this.#droppedNext = (this.#droppedNext + 1) % MAX_REMEMBERED
     this.#dropped.add(id)
-    if (this.#dropped.size > MAX_REMEMBERED)
-      this.#dropped.delete(this.#dropped.values().next().value as string)
   }
 }
 

@@ -22,6 +22,8 @@ export interface TaskRecord {
   startedAt: number | null
   finishedAt: number | null
   error?: SerializedError
+  /** Left for another node: not listed here. */
+  forgotten?: true
 }
 
 /** Upper bounds of the histogram buckets, in seconds (Prometheus `le`). */
@@ -66,7 +68,10 @@ function observe(into: Map<string, HistogramData>, fn: string, seconds: number):
 }
 
 export class RecentTasks {
+  /** The records by id, and the ring that keeps their order (a Map whose oldest keep going is slow to iterate). */
   readonly #records = new Map<string, TaskRecord>()
+  readonly #ring: Array<TaskRecord | undefined>
+  #next = 0
   readonly #max: number
   readonly #now: () => number
   /** Seconds calls ran, and waited before they ran, by function. */
@@ -75,6 +80,7 @@ export class RecentTasks {
 
   constructor(max = RECENT_TASKS, now: () => number = Date.now) {
     this.#max = max
+    this.#ring = new Array(max)
     this.#now = now
   }
 
@@ -90,10 +96,12 @@ export class RecentTasks {
       finishedAt: null,
     }
     if (actor !== undefined) record.actor = actor
-    this.#records.delete(id)
-    this.#records.set(id, record)
     // The oldest goes, whatever its state: the ring shows what happened lately, the histograms keep the rest.
-    if (this.#records.size > this.#max) this.#records.delete(this.#records.keys().next().value as string)
+    const oldest = this.#ring[this.#next]
+    if (oldest && this.#records.get(oldest.id) === oldest) this.#records.delete(oldest.id)
+    this.#ring[this.#next] = record
+    this.#next = (this.#next + 1) % this.#max
+    this.#records.set(id, record)
     return record.queuedAt
   }
 
@@ -129,7 +137,11 @@ export class RecentTasks {
 
   /** A call left for another node (stolen): that node keeps its record. */
   forget(id: string): void {
+    const record = this.#records.get(id)
+    if (!record) return
     this.#records.delete(id)
+    // Its place in the ring stays, empty of it: list() skips what #records no longer has.
+    record.forgotten = true
   }
 
   get(id: string): TaskRecord | undefined {
@@ -140,9 +152,10 @@ export class RecentTasks {
   list(filter: TaskFilter = {}): TaskRecord[] {
     const out: TaskRecord[] = []
     const limit = filter.limit ?? 100
-    const records = [...this.#records.values()]
-    for (let i = records.length - 1; i >= 0 && out.length < limit; i--) {
-      const r = records[i] as TaskRecord
+    for (let n = 1; n <= this.#max && out.length < limit; n++) {
+      const r = this.#ring[(this.#next - n + this.#max) % this.#max]
+      if (!r) break
+      if (r.forgotten) continue
       if (filter.state !== undefined && r.state !== filter.state) continue
       if (filter.function !== undefined && r.function !== filter.function) continue
       if (
