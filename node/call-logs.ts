@@ -50,9 +50,12 @@ export class CallLogs {
   readonly #dropped = new Set<string>()
   readonly #droppedRing: Array<string | undefined> = new Array(MAX_REMEMBERED)
   #droppedNext = 0
-  /** Nested calls: parent of each, and children of each parent (the last MAX_REMEMBERED links, in a ring). */
+  /**
+   * Nested calls: the parent of each (the last MAX_REMEMBERED links, in a
+   * ring). Made for every nested call, so kept cheap: the children of a call
+   * are found when its logs are read.
+   */
   readonly #parents = new Map<string, string>()
-  readonly #children = new Map<string, Set<string>>()
   readonly #linkRing: Array<string | undefined> = new Array(MAX_REMEMBERED)
   #linkNext = 0
   /** Followers by the call they follow; `children`: the calls it made too. */
@@ -78,18 +81,10 @@ export class CallLogs {
     this.#linkRing[this.#linkNext] = child
     this.#linkNext = (this.#linkNext + 1) % MAX_REMEMBERED
     this.#parents.set(child, parent)
-    const siblings = this.#children.get(parent)
-    if (siblings) siblings.add(child)
-    else this.#children.set(parent, new Set([child]))
   }
 
   #unlink(child: string): void {
-    const parent = this.#parents.get(child)
-    if (parent === undefined) return
     this.#parents.delete(child)
-    const siblings = this.#children.get(parent)
-    siblings?.delete(child)
-    if (siblings?.size === 0) this.#children.delete(parent)
   }
 
   /** A call wrote. */
@@ -129,9 +124,15 @@ export class CallLogs {
 
   /** The call and the calls it made, down the tree, as far as this node knows. */
   descendants(id: string): string[] {
+    const children = new Map<string, string[]>()
+    for (const [child, parent] of this.#parents) {
+      const siblings = children.get(parent)
+      if (siblings) siblings.push(child)
+      else children.set(parent, [child])
+    }
     const ids = [id]
     for (let i = 0; i < ids.length; i++)
-      for (const child of this.#children.get(ids[i] as string) ?? []) ids.push(child)
+      for (const child of children.get(ids[i] as string) ?? []) ids.push(child)
     return ids
   }
 

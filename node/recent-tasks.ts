@@ -49,9 +49,16 @@ export interface TaskFilter {
 /** Calls kept, at most, by default. */
 export const RECENT_TASKS = 10_000
 
+/** Function names without their version, by the string the calls carry (a few functions, many calls). */
+const names = new Map<string, string>()
 function nameOf(fn: string): string {
-  const at = fn.indexOf('@')
-  return at < 0 ? fn : fn.slice(0, at)
+  let name = names.get(fn)
+  if (name === undefined) {
+    const at = fn.indexOf('@')
+    name = at < 0 ? fn : fn.slice(0, at)
+    if (names.size < 10_000) names.set(fn, name)
+  }
+  return name
 }
 
 function observe(into: Map<string, HistogramData>, fn: string, seconds: number): void {
