@@ -210,16 +210,3 @@ export function taskFilterQuery(filter: TaskFilter): string {
   for (const [key, value] of Object.entries(filter)) if (value !== undefined) params.set(key, String(value))
   return `?${params}`
 }
-
-/** The most objects `GET /v1/objects?sort=size` lists. */
-export const MAX_OBJECTS_LISTED = 1000
-
-/** `limit` of a listing of objects: 20 by default, 1 to MAX_OBJECTS_LISTED. */
-export function limitParam(raw: string | undefined): number {
-  if (raw === undefined) return 20
-  const value = Number(raw)
-  if (!/^\d+$/.test(raw) || value < 1 || value > MAX_OBJECTS_LISTED) {
-    throw new BadRequestError(`limit must be an integer from 1 to ${MAX_OBJECTS_LISTED}`)
-  }
-  return value
-}

@@ -15,8 +15,8 @@ import {
   STREAM_FROM_DISK_BYTES,
 } from '../../node/http/responses.ts'
 import type { LocalNode } from '../../node/node.ts'
-import { limitParam, parseTaskFilter } from '../../node/recent-tasks.ts'
-import { isSettled, type ObjectEntry, type ObjectStore } from '../../node/store/object-store.ts'
+import { parseTaskFilter } from '../../node/recent-tasks.ts'
+import { isSettled, type ObjectEntry, type ObjectStore, objectsLimit } from '../../node/store/object-store.ts'
 import { type EncodedValue, isObjectId, JSON_TYPE } from '../../sdk/codec.ts'
 import {
   BadRequestError,
@@ -215,7 +215,7 @@ export function internalApi(options: InternalApiOptions): Hono {
     })
   })
 
-  app.get(ROUTES.biggestObjects, (c) => c.json(node.biggestObjects(limitParam(c.req.query('limit')))))
+  app.get(ROUTES.biggestObjects, (c) => c.json(node.biggestObjects(objectsLimit(c.req.query('limit')))))
 
   app.get(ROUTES.recentTasks, (c) => c.json(node.recentTasks.list(parseTaskFilter((k) => c.req.query(k)))))
 

@@ -3,7 +3,7 @@ import { Hono } from 'hono'
 import { stream } from 'hono/streaming'
 import type { Backend, ObjectInfo } from '../../node/backend.ts'
 import { unreadBytes } from '../../node/http/bodies.ts'
-import { limitParam } from '../../node/recent-tasks.ts'
+import { objectsLimit } from '../../node/store/object-store.ts'
 import { BYTES_TYPE, ID_HEADER, JSON_TYPE, newObjectId } from '../../sdk/codec.ts'
 import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
 import {
@@ -41,7 +41,7 @@ export function objectRoutes(backend: Backend): Hono {
   app.get('/objects', async (c) => {
     const sort = c.req.query('sort') ?? 'size'
     if (sort !== 'size') throw new BadRequestError('sort must be size')
-    return c.json(await backend.biggestObjects(limitParam(c.req.query('limit'))))
+    return c.json(await backend.biggestObjects(objectsLimit(c.req.query('limit'))))
   })
 
   app.get('/objects/:id', async (c) => {

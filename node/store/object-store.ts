@@ -17,7 +17,12 @@
  * OBJECT_STORE_FULL, and then nothing stored before is harmed.
  */
 import { BYTES_TYPE, contentTypeOf, type EncodedValue, sizeOf } from '../../sdk/codec.ts'
-import { ObjectStoreFullError, type SerializedError, serializeError } from '../../sdk/errors.ts'
+import {
+  BadRequestError,
+  ObjectStoreFullError,
+  type SerializedError,
+  serializeError,
+} from '../../sdk/errors.ts'
 import { Expiries } from './expiries.ts'
 import type { SpilledFile, SpillStore } from './spill.ts'
 import { ValueTiers } from './value-tiers.ts'
@@ -543,4 +548,17 @@ export class ObjectStore {
     this.#onFreed?.(id)
     if (refs) for (const ref of refs) this.unpin(ref)
   }
+}
+
+/** The most objects `GET /v1/objects?sort=size` lists. */
+export const MAX_OBJECTS_LISTED = 1000
+
+/** `limit` of a listing of objects: 20 by default, 1 to MAX_OBJECTS_LISTED. */
+export function objectsLimit(raw: string | undefined): number {
+  if (raw === undefined) return 20
+  const value = Number(raw)
+  if (!/^\d+$/.test(raw) || value < 1 || value > MAX_OBJECTS_LISTED) {
+    throw new BadRequestError(`limit must be an integer from 1 to ${MAX_OBJECTS_LISTED}`)
+  }
+  return value
 }
