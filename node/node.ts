@@ -404,14 +404,33 @@ export class LocalNode {
   readLogs(id: string, children: boolean, follow?: LogsFollow, elsewhere = false): LogsRead {
     const entry = this.store.lookup(id)
     if (follow && !(entry && isSettled(entry))) {
+      let ended = false
+      let off = () => {}
+      const end = () => {
+        if (ended) return
+        ended = true
+        stop()
+        off()
+        follow.end()
+      }
       const stop = this.logs.follow(
         id,
-        { chunk: (of, chunk) => follow.line({ ...chunk, id: of }), end: () => follow.end() },
+        { chunk: (of, chunk) => follow.line({ ...chunk, id: of }), end },
         children,
       )
-      follow.signal.addEventListener('abort', stop, { once: true })
+      // It ends when its object settles here, however it does (run here, or by another node that
+      // stole it): after the lines that came with its result.
+      if (entry) off = this.store.onSettled(id, () => queueMicrotask(end))
+      follow.signal.addEventListener(
+        'abort',
+        () => {
+          stop()
+          off()
+        },
+        { once: true },
+      )
       // A call that is gone here, or was never here: nothing will settle it here.
-      if (!entry && !elsewhere) queueMicrotask(() => follow.end())
+      if (!entry && !elsewhere) queueMicrotask(end)
     } else if (follow) queueMicrotask(() => follow.end())
     const { chunks, gone } = this.logs.read(id, children)
     return { lines: chunks, gone, known: entry !== undefined || chunks.length > 0 || gone.length > 0 }
