@@ -75,6 +75,8 @@ interface RouteDoc {
 
 const id = z.object({ id: objectId })
 const name = z.object({ name: functionName })
+const actor = z.object({ id: z.string().describe('an actor id, or its name') })
+const secret = z.object({ name: z.string().describe('a secret name') })
 
 export const PUBLIC_ROUTES: RouteDoc[] = [
   { method: 'get', path: '/', summary: 'the dashboard', answer: { status: 200, type: 'text/html' } },
@@ -220,13 +222,13 @@ export const PUBLIC_ROUTES: RouteDoc[] = [
     method: 'get',
     path: '/v1/actors/:id',
     summary: 'an actor, by id or name',
-    params: z.object({ id: z.string() }),
+    params: actor,
   },
   {
     method: 'delete',
     path: '/v1/actors/:id',
     summary: 'kill an actor',
-    params: z.object({ id: z.string() }),
+    params: actor,
     answer: { status: 204 },
   },
   {
@@ -243,14 +245,14 @@ export const PUBLIC_ROUTES: RouteDoc[] = [
     method: 'put',
     path: '/v1/secrets/:name',
     summary: 'set a secret (admin)',
-    params: z.object({ name: z.string() }),
+    params: secret,
     body: 'text',
   },
   {
     method: 'delete',
     path: '/v1/secrets/:name',
     summary: 'remove a secret (admin)',
-    params: z.object({ name: z.string() }),
+    params: secret,
     answer: { status: 204 },
   },
 ]

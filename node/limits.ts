@@ -59,35 +59,33 @@ export function parseCpuMax(text: string | undefined): number | undefined {
   return Number.isFinite(cores) && cores > 0 ? cores : undefined
 }
 
+/** The lowest of the limits that are set, if any is. */
+function lowestOf(limits: Array<number | undefined>): number | undefined {
+  const set = limits.filter((l): l is number => l !== undefined)
+  return set.length === 0 ? undefined : Math.min(...set)
+}
+
 /** The lowest memory limit of this process's cgroups, in bytes, if any. */
 export function cgroupMemory(files: CgroupFiles = SYSTEM): number | undefined {
-  let lowest: number | undefined
-  for (const dir of cgroupDirs(files, undefined)) {
-    const limit = parseMemoryMax(read(join(dir, 'memory.max')))
-    if (limit !== undefined) lowest = Math.min(lowest ?? limit, limit)
-  }
-  for (const dir of cgroupDirs(files, 'memory')) {
-    const limit = parseMemoryMax(read(join(dir, 'memory.limit_in_bytes')))
-    if (limit !== undefined) lowest = Math.min(lowest ?? limit, limit)
-  }
-  return lowest
+  return lowestOf([
+    ...cgroupDirs(files, undefined).map((dir) => parseMemoryMax(read(join(dir, 'memory.max')))),
+    ...cgroupDirs(files, 'memory').map((dir) => parseMemoryMax(read(join(dir, 'memory.limit_in_bytes')))),
+  ])
+}
+
+/** A v1 CPU quota, in cores: `cpu.cfs_quota_us` over `cpu.cfs_period_us` (-1: none). */
+function cfsCores(dir: string): number | undefined {
+  const quota = read(join(dir, 'cpu.cfs_quota_us'))
+  if (quota === undefined || quota === '-1') return undefined
+  return parseCpuMax(`${quota} ${read(join(dir, 'cpu.cfs_period_us')) ?? '100000'}`)
 }
 
 /** The lowest CPU quota of this process's cgroups, in cores (fractions kept), if any. */
 export function cgroupCpus(files: CgroupFiles = SYSTEM): number | undefined {
-  let lowest: number | undefined
-  for (const dir of cgroupDirs(files, undefined)) {
-    const cores = parseCpuMax(read(join(dir, 'cpu.max')))
-    if (cores !== undefined) lowest = Math.min(lowest ?? cores, cores)
-  }
-  for (const dir of cgroupDirs(files, 'cpu')) {
-    const quota = read(join(dir, 'cpu.cfs_quota_us'))
-    const period = read(join(dir, 'cpu.cfs_period_us'))
-    const cores =
-      quota === undefined || quota === '-1' ? undefined : parseCpuMax(`${quota} ${period ?? '100000'}`)
-    if (cores !== undefined) lowest = Math.min(lowest ?? cores, cores)
-  }
-  return lowest
+  return lowestOf([
+    ...cgroupDirs(files, undefined).map((dir) => parseCpuMax(read(join(dir, 'cpu.max')))),
+    ...cgroupDirs(files, 'cpu').map(cfsCores),
+  ])
 }
 
 /** Bytes of memory this process may use: the machine's, or its container's limit if lower. */

@@ -146,12 +146,26 @@ export interface SpawnedHead extends Spawned {
 }
 
 /** A head in a process of its own (`magpie start --head ...`), for tests that kill it. */
-export async function spawnHead(args: string[], echo = false): Promise<SpawnedHead> {
-  const child = spawn(process.execPath, [BIN, 'start', '--head', ...args], {
-    cwd: ROOT,
+export function spawnHead(args: string[], echo = false): Promise<SpawnedHead> {
+  return spawnStart(['--head', ...args], { echo })
+}
+
+/**
+ * `magpie start ARGS` in a process of its own, once it listens: `bin` runs
+ * another copy of magpie, `prefix` runs it under another command (setpriv).
+ */
+export async function spawnStart(
+  args: string[],
+  options: { echo?: boolean; env?: NodeJS.ProcessEnv; bin?: string; prefix?: string[]; cwd?: string } = {},
+): Promise<SpawnedHead> {
+  const argv = [process.execPath, options.bin ?? BIN, 'start', ...args]
+  const [command, ...rest] = [...(options.prefix ?? []), ...argv]
+  const child = spawn(command as string, rest, {
+    cwd: options.cwd ?? ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
   })
-  const base = track(child, echo)
+  const base = track(child, options.echo ?? false)
   const match = await base.waitFor(/magpie listening on (http:\/\/\S+)/)
   return { ...base, url: match[1] as string }
 }

@@ -3,8 +3,7 @@
  * write (a global or read-only install), as a user who is not its owner,
  * and writes nothing there. Needs root, to run as `nobody` (setpriv).
  */
-import { execFile, execFileSync, spawn } from 'node:child_process'
-import { once } from 'node:events'
+import { execFile, execFileSync } from 'node:child_process'
 import {
   chmodSync,
   cpSync,
@@ -18,16 +17,14 @@ import {
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { promisify } from 'node:util'
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { spawnStart, stopSpawnedAfterAll } from './cluster-helpers.ts'
 import { ROOT, usePlatform } from './helpers.ts'
 import { tempDirs } from './temp-dirs.ts'
 
 const tempDir = tempDirs('magpie-pack-')
 const ctx = usePlatform({ cpus: 1 })
-const children: ReturnType<typeof spawn>[] = []
-afterAll(() => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
-})
+stopSpawnedAfterAll()
 
 /** Every file under `dir`, with its size and modification time. */
 function snapshot(dir: string): string[] {
@@ -81,40 +78,15 @@ describe('an installed magpie', () => {
     execFileSync('chmod', ['-R', 'a+rX,a-w', pkg, functions])
     const before = snapshot(pkg)
 
-    const child = spawn(
-      'setpriv',
-      [
-        '--reuid=65534',
-        '--regid=65534',
-        '--clear-groups',
-        process.execPath,
-        join(pkg, 'bin/magpie.mjs'),
-        'start',
-        '--port',
-        '0',
-        '--functions',
-        functions,
-      ],
-      { cwd: tmpdir(), stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HOME: '/nonexistent' } },
-    )
-    children.push(child)
-    let out = ''
-    child.stderr?.on('data', (c: Buffer) => {
-      out += c
-    })
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout?.on('data', (c: Buffer) => {
-        out += c
-        const match = /listening on (http:\/\/\S+)/.exec(out)
-        if (match?.[1]) resolve(match[1])
-      })
-      child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}`)))
+    const { url, stop } = await spawnStart(['--port', '0', '--functions', functions], {
+      bin: join(pkg, 'bin/magpie.mjs'),
+      prefix: ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'],
+      cwd: tmpdir(),
+      env: { HOME: '/nonexistent' },
     })
     const res = await fetch(`${url}/v1/functions/square/invoke?wait=20`, { method: 'POST', body: '[7]' })
     expect(await res.text()).toBe('49')
-    const exited = once(child, 'exit')
-    child.kill('SIGTERM')
-    await exited
+    await stop()
     expect(snapshot(pkg)).toEqual(before)
     execFileSync('chmod', ['-R', 'u+w', pkg, functions])
   }, 90_000)

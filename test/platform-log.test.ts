@@ -1,36 +1,17 @@
 /** The platform's own log: JSON lines on stderr, one per request, with no ids, query or tokens. */
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
+import { spawnStart, stopSpawnedAfterAll } from './cluster-helpers.ts'
 import { ROOT } from './helpers.ts'
 
-const started: ChildProcess[] = []
-afterEach(() => {
-  for (const child of started.splice(0)) if (child.exitCode === null) child.kill('SIGKILL')
-})
+stopSpawnedAfterAll()
 
-async function start(args: string[]): Promise<{ child: ChildProcess; url: string; err: () => string }> {
-  const child = spawn(process.execPath, [join(ROOT, 'bin/magpie.mjs'), 'start', '--port', '0', ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  started.push(child)
-  let out = ''
-  let err = ''
-  child.stderr?.on('data', (chunk: Buffer) => {
-    err += chunk
-  })
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout?.on('data', (chunk: Buffer) => {
-      out += chunk
-      const match = /listening on (http:\/\/\S+)/.exec(out)
-      if (match?.[1]) resolve(match[1])
-    })
-    child.once('exit', (code) => reject(new Error(`exited with ${code}: ${out}${err}`)))
-  })
-  return { child, url, err: () => err }
+const start = async (args: string[]) => {
+  const spawned = await spawnStart(['--port', '0', ...args])
+  return { child: spawned.child, url: spawned.url, err: spawned.output }
 }
 
 describe('the platform log', () => {
