@@ -40,7 +40,9 @@ describe('objects lost with their node', () => {
     // A (200 KB, held where it was made), then B = echo(A) and D = echo(A): placed where A is.
     const a = mp.remote('make-bytes').options(onSlot).remote(200_000, 7)
     await mp.wait([a], { timeout: 30 })
+    // One after the other: with the holder's only slot taken by B, the other slot node would steal D, as it should.
     const b = mp.remote('echo').options(onSlot).remote(a)
+    await mp.wait([b], { timeout: 30 })
     const d = mp
       .remote('echo')
       .options({ ...onSlot, maxRetries: 0 })
