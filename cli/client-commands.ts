@@ -1,6 +1,7 @@
 /** The CLI commands that talk to a running gateway through the SDK. */
-import { connect } from '../sdk/client.ts'
+
 import { ObjectRef } from '../sdk/codec.ts'
+import { connect } from '../sdk/connect.ts'
 
 function print(value: unknown): void {
   if (value instanceof Uint8Array) process.stdout.write(value)

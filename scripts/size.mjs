@@ -13,7 +13,7 @@ const result = await build({
   write: false,
   metafile: true,
   // Node's HTTP client, loaded only where the runtime has it.
-  external: ['undici'],
+  external: ['undici', 'node:*'],
   logLevel: 'warning',
 })
 const code = result.outputFiles[0].contents

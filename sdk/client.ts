@@ -404,30 +404,4 @@ function checkTimeout(timeout: unknown): number | undefined {
   return timeout
 }
 
-/** A variable of the environment, where the runtime has one and lets it be read (Deno asks first). */
-function fromEnv(name: string): string | undefined {
-  try {
-    const value = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.[
-      name
-    ]
-    return value === '' ? undefined : value
-  } catch {
-    return undefined
-  }
-}
-
-/**
- * Connects to a magpie gateway: `url`, else `$MAGPIE_URL`, else
- * `http://127.0.0.1:8080`; the token from `options.token`, else `$MAGPIE_TOKEN`.
- * @example
- * const mp = connect() // MAGPIE_URL and MAGPIE_TOKEN
- */
-export function connect(url?: string, options: ConnectOptions = {}): Client {
-  const token = options.token ?? fromEnv('MAGPIE_TOKEN')
-  return new Client(url ?? fromEnv('MAGPIE_URL') ?? 'http://127.0.0.1:8080', {
-    ...options,
-    ...(token === undefined ? {} : { token }),
-  })
-}
-
 export type { MagpieError }

@@ -5,9 +5,10 @@
 export type { ActorClass, ActorHandle, ActorMethods, ActorOptions, AnyClass, RemoteMethod } from './actors.ts'
 export { isActorHandle } from './actors.ts'
 export type { ConnectOptions } from './client.ts'
-export { Client, connect } from './client.ts'
+export { Client } from './client.ts'
 export type { EncodedValue } from './codec.ts'
 export { isObjectId, ObjectRef } from './codec.ts'
+export { connect } from './connect.ts'
 export type { ErrorCode, RemoteErrorInfo, SerializedError } from './errors.ts'
 export {
   ActorDiedError,
@@ -28,6 +29,8 @@ export {
   TaskError,
   WorkerCrashedError,
 } from './errors.ts'
+export type { FunctionModule, LocalOptions } from './local.ts'
+export { LocalClient } from './local-client.ts'
 export type { FunctionRuntime } from './runtime.ts'
 export { actor, cancel, env, get, getActor, put, remote, signal, wait } from './runtime.ts'
 export type {

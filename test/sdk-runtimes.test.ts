@@ -22,10 +22,11 @@ const tempDir = tempDirs('magpie-runtimes-')
 
 // The page's server starts first: the platform lets its origin in.
 beforeAll(async () => {
-  const sdk = readFileSync(join(ROOT, 'dist/sdk.js'))
   page = createServer((req, res) => {
-    if (req.url === '/sdk.js') {
-      res.writeHead(200, { 'content-type': 'text/javascript' }).end(sdk)
+    // The SDK's build: sdk.js and the chunks it imports.
+    const file = /^\/((?:sdk|chunk-[A-Z0-9]+)\.js)$/.exec(req.url ?? '')?.[1]
+    if (file) {
+      res.writeHead(200, { 'content-type': 'text/javascript' }).end(readFileSync(join(ROOT, 'dist', file)))
       return
     }
     res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><script type="module">
