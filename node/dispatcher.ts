@@ -9,6 +9,8 @@
  * of their own, in order, and run in sized threads (worker-pool.ts) when the
  * node has a CPU slot free in all: while they run, the others take fewer.
  */
+import type { SerializedError } from '../sdk/errors.ts'
+import { Batcher } from './batcher.ts'
 import type { WorkScheduler } from './scheduler/scheduler.ts'
 import type { Task } from './task.ts'
 import type { WorkerHandle } from './worker/worker-handle.ts'
@@ -33,6 +35,10 @@ export interface DispatcherOptions {
   wanted(task: Task): boolean
   /** The node's actors: their calls wait in their actor's order (actors.ts). */
   actors: { ready(task: Task): void; dispatch(): void }
+  /** The JSON text of a stored object, for a batched call's `$ref` argument. */
+  jsonOf(id: string): string | undefined
+  /** Fails a call that cannot run as it was made (a batched call with other than one JSON argument). */
+  fail(task: Task, error: SerializedError): void
 }
 
 export class Dispatcher {
@@ -44,6 +50,8 @@ export class Dispatcher {
   readonly #actors: DispatcherOptions['actors']
   /** Calls with `memoryMb`, in order. */
   readonly #sized: Task[] = []
+  /** Calls of functions with `config.batch`, waiting for their batch to fill. */
+  readonly #batcher: Batcher
   #queued = false
 
   constructor(options: DispatcherOptions) {
@@ -53,11 +61,28 @@ export class Dispatcher {
     this.#run = options.run
     this.#wanted = options.wanted
     this.#actors = options.actors
+    this.#batcher = new Batcher({
+      jsonOf: options.jsonOf,
+      fail: options.fail,
+      push: (batch) => {
+        this.#scheduler.push(batch, batch.origin, this.#pool.loads())
+        this.soon()
+      },
+    })
+  }
+
+  /** Calls waiting for their batch to fill. */
+  get batching(): number {
+    return this.#batcher.waiting
   }
 
   /** Queues a task whose arguments are ready, near the worker whose task made it. */
   enqueue(task: Task): void {
     if (!this.#wanted(task)) return // freed before it could run
+    if (task.options.batch && !task.members) {
+      this.#batcher.add(task)
+      return
+    }
     if (task.actor) this.#actors.ready(task)
     else if (task.options.memoryMb !== undefined) this.#sized.push(task)
     else this.#scheduler.push(task, task.origin, this.#pool.loads())

@@ -304,7 +304,19 @@ export class LocalNode {
       pool: this.#pool,
       prefetch,
       run: (worker, task) => this.#tasks.run(worker, task),
+      jsonOf: (id) => {
+        const value = store.value(id)
+        return value?.kind === 'json' ? value.text : undefined
+      },
+      fail: (task, error) => this.#tasks.settle(task, { error }),
       wanted: (task) => {
+        // A batch, while one of its calls is.
+        if (task.members) {
+          return task.members.some((m) => {
+            const entry = store.lookup(m.id)
+            return entry !== undefined && !isSettled(entry)
+          })
+        }
         const entry = store.lookup(task.id)
         if (entry && !isSettled(entry)) return true
         this.#tasks.uncount(task) // freed while it waited
@@ -514,7 +526,8 @@ export class LocalNode {
     const tasks = this.#scheduler.giveAway(
       max,
       (t) => t.args.some((a) => a.kind === 'ref' && holds.has(a.id)),
-      canRun,
+      // A batch stays: its calls' objects are owned here.
+      (t) => t.members === undefined && canRun(t),
     )
     this.#counters.stolen.out += tasks.length
     for (const t of tasks) {

@@ -12,6 +12,7 @@ import { backoffDelay } from '../sdk/backoff.ts'
 import type { EncodedValue } from '../sdk/codec.ts'
 import type { SerializedError } from '../sdk/errors.ts'
 import { argumentBytes } from './admission.ts'
+import { splitOutcome } from './batcher.ts'
 import type { Dispatcher } from './dispatcher.ts'
 import type { MemoryPressure } from './memory-pressure.ts'
 import type { NodeCounters } from './node-counters.ts'
@@ -155,6 +156,10 @@ export class TaskRunner {
     })
     this.#running.set(task.id, task)
     this.#started(task, worker)
+    for (const member of task.members ?? []) {
+      this.#store.markRunning(member.id, task.attempts)
+      this.#started(member, worker)
+    }
     worker.send({
       type: 'run',
       task: {
@@ -295,6 +300,18 @@ export class TaskRunner {
 
   /** Finishes a task's object, and counts the outcome per function. */
   settle(task: Task, outcome: Outcome): void {
+    if (task.members) {
+      // A batch: each of its calls settles with its item of the result.
+      this.uncount(task)
+      this.#settled(task, outcome)
+      this.#counters.outcome(task.fn, 'error' in outcome)
+      const outcomes = splitOutcome(task, outcome)
+      task.members.forEach((member, i) => {
+        member.attempts = task.attempts
+        this.settle(member, outcomes[i] as Outcome)
+      })
+      return
+    }
     this.uncount(task)
     this.#settled(task, outcome)
     this.#counters.outcome(task.fn, 'error' in outcome)

@@ -58,6 +58,8 @@ export interface Task extends TaskSpec {
   /** When it was submitted here, and when it last went to a thread (ms since the epoch). */
   queuedAt?: number | undefined
   startedAt?: number | undefined
+  /** Of a batch (the function's `config.batch`): the calls it runs as one, in order; each gets its item of the result. */
+  members?: Task[] | undefined
 }
 
 export const DEFAULT_MAX_RETRIES = 3
@@ -92,6 +94,7 @@ export function makeTask(spec: TaskSpec, fn: CatalogEntry, origin?: number): Tas
     parent: spec.parent,
     queuedAt: undefined,
     startedAt: undefined,
+    members: undefined,
   }
 }
 

@@ -298,7 +298,11 @@ export class LocalEngine {
     const config = { ...(module.config ?? {}) }
     const options = { ...pickOptions(config), ...call.options }
     call.env = this.#envOf(config)
-    const fn = module.default as (...a: unknown[]) => unknown
+    const fn = batchOfOne(
+      call.name,
+      module.default as (...a: unknown[]) => unknown,
+      config.batch !== undefined,
+    )
     const retries = options.retryExceptions === true ? (options.maxRetries ?? 3) : 0
     for (let attempt = 0; ; attempt++) {
       await acquire(this, call)
@@ -861,6 +865,29 @@ function installRuntime(): void {
 function refId(ref: unknown): string {
   if (!(ref instanceof ObjectRef) || !isObjectId(ref.id)) throw new TypeError('expected an ObjectRef')
   return ref.id
+}
+
+/** A batched function (`config.batch`) takes one call's argument as a batch of one, and answers its one item. */
+function batchOfOne(
+  name: string,
+  fn: (...a: unknown[]) => unknown,
+  batched: boolean,
+): (...a: unknown[]) => unknown {
+  if (!batched) return fn
+  return async (...args: unknown[]) => {
+    if (args.length !== 1) {
+      throw new BadRequestError(
+        `${name} batches its calls: each call takes exactly one argument (got ${args.length})`,
+      )
+    }
+    const out = await fn([args[0]])
+    if (!Array.isArray(out) || out.length !== 1) {
+      throw new TypeError(
+        `${name} batches its calls: it returned ${Array.isArray(out) ? `${out.length} items` : 'no array'} for 1 calls (one per call, in order)`,
+      )
+    }
+    return out[0]
+  }
 }
 
 function copyOf(value: EncodedValue): EncodedValue {

@@ -43,6 +43,19 @@ export interface CallOptions {
   env?: Record<string, string>
   /** In a function's config only: the names of the secrets (`magpie secret set`) its calls may read with `env`. */
   secrets?: string[]
+  /**
+   * In a function's config only: concurrent calls arrive as one, with the
+   * array of their (single) arguments, and the array it returns is split
+   * back to them in order: at most `maxSize` calls, waiting at most
+   * `maxWaitMs` for more after the first.
+   */
+  batch?: BatchConfig
+}
+
+/** How a function's calls are batched (its `config.batch`). */
+export interface BatchConfig {
+  maxSize: number
+  maxWaitMs: number
 }
 
 /** Options of `cancel`. */
@@ -166,10 +179,35 @@ export function checkCallOptions(value: unknown, where = 'options', config = fal
     if (!config) throw new TypeError(`${where}: env and secrets are set in a function's config only`)
     checkEnv(o.env, o.secrets, where, out)
   }
+  if (o.batch !== undefined) {
+    if (!config) throw new TypeError(`${where}: batch is set in a function's config only`)
+    out.batch = checkBatch(o.batch, `${where}.batch`)
+  }
   for (const key of Object.keys(o)) {
     if (!KNOWN_OPTIONS.has(key)) throw new TypeError(`${where}.${key} is not a known option`)
   }
   return out
+}
+
+/** Most calls in one batch, and longest wait for more (a minute). */
+const MAX_BATCH_SIZE = 10_000
+const MAX_BATCH_WAIT_MS = 60_000
+
+function checkBatch(value: unknown, where: string): BatchConfig {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TypeError(`${where} must be { maxSize, maxWaitMs }`)
+  }
+  const { maxSize, maxWaitMs, ...rest } = value as Record<string, unknown>
+  const extra = Object.keys(rest)[0]
+  if (extra !== undefined) throw new TypeError(`${where}.${extra} is not a known option`)
+  if (typeof maxSize !== 'number' || !Number.isInteger(maxSize) || maxSize < 1 || maxSize > MAX_BATCH_SIZE) {
+    throw new TypeError(`${where}.maxSize must be an integer from 1 to ${MAX_BATCH_SIZE}`)
+  }
+  const wait = maxWaitMs ?? 0
+  if (typeof wait !== 'number' || !Number.isFinite(wait) || wait < 0 || wait > MAX_BATCH_WAIT_MS) {
+    throw new TypeError(`${where}.maxWaitMs must be a number of ms from 0 to ${MAX_BATCH_WAIT_MS}`)
+  }
+  return { maxSize, maxWaitMs: wait }
 }
 
 function checkEvery(value: unknown, where: string): NonNullable<CallOptions['checkpointEvery']> {
@@ -242,6 +280,7 @@ const KNOWN_OPTIONS = new Set([
   'memoryMb',
   'env',
   'secrets',
+  'batch',
   'maxRestarts',
   'maxTaskRetries',
   'maxConcurrency',
