@@ -11,6 +11,7 @@ import { packageVersion } from '../node/version.ts'
 import { runGet, runInvoke, runLogs } from './client-commands.ts'
 import { runDeploy } from './deploy.ts'
 import { runMemory, runStatus, runTimeline } from './inspect.ts'
+import { runMap } from './map.ts'
 import { runNew } from './new.ts'
 import { runSecret } from './secret.ts'
 import { runStart } from './start.ts'
@@ -224,6 +225,31 @@ const COMMANDS: Record<string, Command> = {
   Prints the result (or, with --async, the call's id at once). ${CLIENT_USAGE}`,
     options: { ...CLIENT, async: flag },
     run: (v, p) => runInvoke(url(v), token(v), p, v.async === true),
+  },
+  map: {
+    summary: 'call a function once per input file, results under a folder; run again, it resumes',
+    usage: `usage: magpie map FUNCTION --inputs GLOB [--inputs GLOB...] --out DIR [--concurrency 64] [--bytes]
+
+  Calls FUNCTION with { path, text } for each file the globs match (--bytes: its raw bytes),
+  at most --concurrency at a time, and writes each result to DIR/<path>.json (.out for bytes).
+  What is done is kept in DIR/.magpie-map.ndjson, keyed by path and content hash: run again,
+  only new, changed and failed files run. A progress bar on stderr, a JSON summary on stdout;
+  exit 1 if a file failed (each is listed with its error).
+  ${CLIENT_USAGE}`,
+    options: {
+      ...CLIENT,
+      inputs: { type: 'string', multiple: true },
+      out: string,
+      concurrency: string,
+      bytes: flag,
+    },
+    run: (v, p) =>
+      runMap(url(v), token(v), p[0], {
+        inputs: (v.inputs as string[] | undefined) ?? [],
+        out: (v.out as string | undefined) ?? '',
+        concurrency: Number((v.concurrency as string | undefined) ?? 64),
+        bytes: v.bytes === true,
+      }),
   },
   get: {
     summary: 'read an object, waiting until it is ready',

@@ -224,7 +224,7 @@ export class Client {
     await this.#submitted(refs)
     const unique = [...new Set(refs.map((r) => r.id))]
     const values = new Map<string, unknown>()
-    const bar = options.progress ? new ProgressBar(unique.length) : undefined
+    const bar = options.progress ? new ProgressBar(unique.length, { label: 'objects' }) : undefined
     try {
       for await (const [id, value] of this.#settled(unique, deadline)) {
         values.set(id, value)
@@ -241,7 +241,11 @@ export class Client {
    * request (renewed every minute at most); throws the first failure, or
    * GetTimeoutError at the deadline.
    */
-  async *#settled(ids: readonly string[], deadline: number): AsyncGenerator<[string, unknown]> {
+  async *#settled(
+    ids: readonly string[],
+    deadline: number,
+    failures: 'throw' | 'yield' = 'throw',
+  ): AsyncGenerator<[string, unknown, MagpieError?]> {
     const pending = new Set(ids)
     while (pending.size > 0) {
       const left = (deadline - Date.now()) / 1000
@@ -249,9 +253,23 @@ export class Client {
       for await (const line of streamObjects(this.#polls, [...pending], Math.min(left, MAX_POLL_S), (text) =>
         this.#withActors(text, parseWithRefs(text)),
       )) {
-        if (line.status !== 'ready') throw deserializeError(line.error)
+        if (line.status !== 'ready') {
+          const error = deserializeError(line.error)
+          if (failures === 'throw') throw error
+          pending.delete(line.id)
+          yield [line.id, undefined, error]
+          continue
+        }
         // A value read on its own may be unfinished again by now (being made again after its node died).
-        const value = line.contentType === undefined ? line.value : await this.#getOne(line.id, deadline)
+        let value: unknown
+        try {
+          value = line.contentType === undefined ? line.value : await this.#getOne(line.id, deadline)
+        } catch (err) {
+          if (failures === 'throw' || err instanceof GetTimeoutError) throw err
+          pending.delete(line.id)
+          yield [line.id, undefined, err as MagpieError]
+          continue
+        }
         pending.delete(line.id)
         yield [line.id, value]
       }
@@ -330,6 +348,28 @@ export class Client {
     }
   }
 
+  /**
+   * Yields each ref as it settles, in the order they finish, with its value
+   * or its error: a failure does not end the others (a batch over many
+   * inputs, where one bad input is reported at the end). One streaming
+   * request, as asCompleted.
+   * @example
+   * for await (const r of mp.settled(refs)) if (!r.ok) console.error(r.ref.id, r.error.message)
+   */
+  async *settled<T>(
+    refs: readonly ObjectRef<T>[],
+    options: { timeout?: number } = {},
+  ): AsyncGenerator<Settled<T>> {
+    const timeout = checkTimeout(options.timeout)
+    const deadline = timeout === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeout * 1000
+    const byId = new Map(refs.map((r) => [checkRef(r).id, r]))
+    await this.#submitted([...byId.values()])
+    for await (const [id, value, error] of this.#settled([...byId.keys()], deadline, 'yield')) {
+      const ref = byId.get(id) as ObjectRef<T>
+      yield error ? { ref, ok: false, error } : { ref, ok: true, value: value as T }
+    }
+  }
+
   /** Stores a value (JSON or bytes) and returns a ref to it. */
   async put<T>(value: T, options: { ttlS?: number } = {}): Promise<ObjectRef<T>> {
     const bytes = value instanceof Uint8Array
@@ -384,6 +424,11 @@ export class Client {
     await Promise.all([this.#transport.close(), this.#polls.close()])
   }
 }
+
+/** A ref settled: its value, or its error. */
+export type Settled<T> =
+  | { ref: ObjectRef<T>; ok: true; value: T }
+  | { ref: ObjectRef<T>; ok: false; error: MagpieError }
 
 const PENDING = Symbol('pending')
 

@@ -4,7 +4,7 @@
  */
 export type { ActorClass, ActorHandle, ActorMethods, ActorOptions, AnyClass, RemoteMethod } from './actors.ts'
 export { isActorHandle } from './actors.ts'
-export type { ConnectOptions } from './client.ts'
+export type { ConnectOptions, Settled } from './client.ts'
 export { Client } from './client.ts'
 export type { EncodedValue } from './codec.ts'
 export { isObjectId, ObjectRef } from './codec.ts'
@@ -31,6 +31,8 @@ export {
 } from './errors.ts'
 export type { FunctionModule, LocalOptions } from './local.ts'
 export { LocalClient } from './local-client.ts'
+export type { ProgressOptions, ProgressSink } from './progress.ts'
+export { ProgressBar } from './progress.ts'
 export type { FunctionRuntime } from './runtime.ts'
 export { actor, cancel, env, get, getActor, put, remote, signal, wait } from './runtime.ts'
 export type {

@@ -4,7 +4,7 @@
  * gateway, answered by a {@link LocalEngine} in this process.
  */
 import type { ActorClass, ActorHandle, ActorOptions, AnyClass } from './actors.ts'
-import { Client } from './client.ts'
+import { Client, type Settled } from './client.ts'
 import { isObjectId, ObjectRef } from './codec.ts'
 import { LocalEngine, type LocalOptions } from './local.ts'
 import { ProgressBar } from './progress.ts'
@@ -81,7 +81,7 @@ export class LocalClient extends Client {
     const refs: Refs = Array.isArray(refOrRefs) ? refOrRefs : [refOrRefs]
     refs.forEach(checkRef)
     if (!options.progress || !Array.isArray(refOrRefs)) return this.engine.get(refOrRefs, options.timeout)
-    const bar = new ProgressBar(refs.length)
+    const bar = new ProgressBar(refs.length, { label: 'objects' })
     let done = 0
     try {
       for await (const _ of this.engine.asCompleted([...new Set(refs.map((r) => r.id))], options.timeout)) {
@@ -101,6 +101,18 @@ export class LocalClient extends Client {
     const byId = new Map(refs.map((r) => [checkRef(r).id, r]))
     for await (const [id, value] of this.engine.asCompleted([...byId.keys()], options.timeout)) {
       yield [byId.get(id) as ObjectRef<T>, value as T] as [ObjectRef<T>, T]
+    }
+  }
+
+  override async *settled<T>(refs: readonly ObjectRef<T>[], options: { timeout?: number } = {}) {
+    const byId = new Map(refs.map((r) => [checkRef(r).id, r]))
+    for await (const [id, value, error] of this.engine.asCompleted(
+      [...byId.keys()],
+      options.timeout,
+      'yield',
+    )) {
+      const ref = byId.get(id) as ObjectRef<T>
+      yield (error ? { ref, ok: false, error } : { ref, ok: true, value: value as T }) as Settled<T>
     }
   }
 

@@ -525,8 +525,12 @@ export class LocalEngine {
     return { ready, pending }
   }
 
-  /** Yields each id of `ids` as it settles; a failure is thrown. */
-  async *asCompleted(ids: readonly string[], timeoutS?: number): AsyncGenerator<[string, unknown]> {
+  /** Yields each id of `ids` as it settles; a failure is thrown, or with `failures: 'yield'` yielded as the third item. */
+  async *asCompleted(
+    ids: readonly string[],
+    timeoutS?: number,
+    failures: 'throw' | 'yield' = 'throw',
+  ): AsyncGenerator<[string, unknown, MagpieError?]> {
     const deadline = timeoutS === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutS * 1000
     await this.#submitted(ids)
     const left = new Set(ids)
@@ -535,7 +539,9 @@ export class LocalEngine {
       for (const id of [...left]) {
         if (this.#entry(id).state.status === 'pending') continue
         left.delete(id)
-        yield [id, this.#value(id)]
+        const { state } = this.#entry(id)
+        if (state.status === 'failed' && failures === 'yield') yield [id, undefined, state.error]
+        else yield [id, this.#value(id)]
       }
     }
   }

@@ -14,8 +14,22 @@ const ROOT = resolve(import.meta.dirname, '..')
 const BIN = join(ROOT, 'bin/magpie.mjs')
 const spawned = new Set<ChildProcess>()
 
+/** Children that lead a process group of their own: stopped with everything they started. */
+const groups = new Set<ChildProcess>()
+
 function stopAll(): void {
-  for (const child of spawned) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  for (const child of spawned) {
+    if (child.exitCode !== null || child.signalCode !== null) continue
+    if (groups.has(child) && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, 'SIGKILL')
+        continue
+      } catch {
+        // The group is gone already: the child alone.
+      }
+    }
+    child.kill('SIGKILL')
+  }
 }
 process.once('exit', stopAll)
 
@@ -168,6 +182,26 @@ export async function spawnStart(
   const base = track(child, options.echo ?? false)
   const match = await base.waitFor(/magpie listening on (http:\/\/\S+)/)
   return { ...base, url: match[1] as string }
+}
+
+/**
+ * A command in a process group of its own (a script that starts servers of
+ * its own): stopped, with all it started, after the file's tests or when
+ * the test process exits.
+ */
+export function spawnGroup(
+  command: string,
+  args: string[],
+  options: { echo?: boolean; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Spawned {
+  const child = spawn(command, args, {
+    cwd: options.cwd ?? ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...options.env },
+    detached: true,
+  })
+  groups.add(child)
+  return track(child, options.echo ?? false)
 }
 
 /** A port free right now on 127.0.0.1. */
