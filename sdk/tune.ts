@@ -235,8 +235,12 @@ export interface TuneResult {
 export async function tune(mp: Client, options: TuneOptions): Promise<TuneResult> {
   const started = Date.now()
   const sign = (options.mode ?? 'min') === 'min' ? -1 : 1
-  const configs = configsOf(options.space, options.numSamples ?? 1, seeded(options.seed ?? 0))
+  const random = seeded(options.seed ?? 0)
+  const configs = configsOf(options.space, options.numSamples ?? 1, random)
   const trials: Trial[] = configs.map((config, id) => ({ id, config, status: 'pending', steps: 0 }))
+  // Trials start in a seeded random order: early stopping judges each against those seen before it,
+  // so a grid written from worst to best would otherwise let every trial through.
+  const order = shuffled(trials, random)
   const limit = Math.max(1, options.maxConcurrent ?? 4)
   const scheduler = options.scheduler
   let next = 0
@@ -274,7 +278,7 @@ export async function tune(mp: Client, options: TuneOptions): Promise<TuneResult
     }
   }
   const lane = async (): Promise<void> => {
-    while (next < trials.length) await runOne(trials[next++] as Trial)
+    while (next < order.length) await runOne(order[next++] as Trial)
   }
   await Promise.all(Array.from({ length: Math.min(limit, trials.length) }, lane))
 
@@ -334,6 +338,15 @@ async function runActor(
   } finally {
     await mp.kill(actor as never).catch(() => {})
   }
+}
+
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const out = [...items]
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1))
+    ;[out[i], out[j]] = [out[j] as T, out[i] as T]
+  }
+  return out
 }
 
 function tableOf(trials: readonly Trial[], metric: string): string {

@@ -42,6 +42,9 @@ const magpieImports: Plugin = {
   name: 'magpie-imports',
   setup(b) {
     b.onResolve({ filter: /^magpie$/ }, () => ({ path: sdkEntry }))
+    b.onResolve({ filter: /^magpie\/(tune|testing)$/ }, (args) => ({
+      path: resolve(dirname(sdkEntry), `${args.path.slice('magpie/'.length)}.ts`),
+    }))
     // The SDK loads undici lazily for connect(); point it at magpie's own copy.
     b.onResolve({ filter: /^undici$/ }, () => ({ path: require.resolve('undici'), external: true }))
   },
