@@ -448,7 +448,8 @@ export class LocalEngine {
   }
 
   #decode(value: EncodedValue): unknown {
-    if (value.kind === 'bytes') return value.bytes.slice()
+    // Bytes are shared, not copied, as a node shares them between calls (a function must not change its arguments).
+    if (value.kind === 'bytes') return value.bytes
     const decoded = parseWithRefs(value.text)
     return value.text.includes('"$actor"') ? withActorHandles(decoded, (id) => this.handle(id)) : decoded
   }
