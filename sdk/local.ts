@@ -100,6 +100,14 @@ interface Turn {
 
 const slot: { holder: Turn | undefined; queue: Turn[] } = { holder: undefined, queue: [] }
 
+/**
+ * A module of Node's (Deno and Bun have them too), loaded only in local mode:
+ * named at run time, so that a bundler for browsers leaves it alone.
+ */
+function nodeModule(name: string): Promise<unknown> {
+  return import(/* @vite-ignore */ name)
+}
+
 /** The call whose code runs, followed across its awaits where the runtime can (AsyncLocalStorage). */
 interface Running {
   engine: LocalEngine
@@ -108,9 +116,9 @@ interface Running {
 let storage: { getStore(): Running | undefined; run<R>(store: Running, fn: () => R): R } | undefined
 let storageLoading: Promise<void> | undefined
 function loadStorage(): Promise<void> {
-  storageLoading ??= import('node:async_hooks').then(
+  storageLoading ??= nodeModule('node:async_hooks').then(
     (m) => {
-      storage = new m.AsyncLocalStorage<Running>()
+      storage = new (m as typeof import('node:async_hooks')).AsyncLocalStorage<Running>()
     },
     () => {},
   )
@@ -228,9 +236,9 @@ export class LocalEngine {
       return module
     }
     if (!/^[a-z][a-z0-9-]{0,62}$/.test(name)) throw new FunctionNotFoundError(`no function named ${name}`)
-    const { existsSync } = await import('node:fs')
-    const { resolve, join } = await import('node:path')
-    const { pathToFileURL } = await import('node:url')
+    const { existsSync } = (await nodeModule('node:fs')) as typeof import('node:fs')
+    const { resolve, join } = (await nodeModule('node:path')) as typeof import('node:path')
+    const { pathToFileURL } = (await nodeModule('node:url')) as typeof import('node:url')
     const dir = resolve(functions, name)
     const entry = ENTRY_NAMES.map((f) => join(dir, f)).find((f) => existsSync(f))
     if (!entry) throw new FunctionNotFoundError(`no function named ${name} in ${resolve(functions)}`)
