@@ -43,9 +43,10 @@ export interface FunctionModule {
 export interface LocalOptions {
   /**
    * The functions: a folder of function folders (default `./functions`, or
-   * `$MAGPIE_FUNCTIONS`), or their modules by name.
+   * `$MAGPIE_FUNCTIONS`), or their modules by name (or functions that import
+   * them: `{ square: () => import('./functions/square/index.ts') }`).
    */
-  functions?: string | Record<string, FunctionModule>
+  functions?: string | Record<string, FunctionModule | (() => Promise<FunctionModule>)>
   /** Secrets a function's `config.secrets` may grant (default: none). */
   secrets?: Record<string, string>
 }
@@ -92,10 +93,18 @@ interface LocalActor {
 
 // ---- the one slot: calls of every local client in this process run one at a time ----
 
+/**
+ * A call's place in line for the slot, taken when it is submitted:
+ * `loading` (its code is being imported) holds back those behind it, so
+ * that calls run in submission order; `blocked` (its arguments are not
+ * ready) lets them pass, since what it waits for may be behind it.
+ */
 interface Turn {
   engine: LocalEngine
   call: Call
+  phase: 'loading' | 'blocked' | 'ready'
   grant: () => void
+  granted: Promise<void>
 }
 
 const slot: { holder: Turn | undefined; queue: Turn[] } = { holder: undefined, queue: [] }
@@ -128,13 +137,33 @@ function running(): Running | undefined {
   return storage ? storage.getStore() : slot.holder
 }
 
-function acquire(engine: LocalEngine, call: Call, front = false): Promise<void> {
-  return new Promise((grant) => {
-    const turn = { engine, call, grant }
-    if (front) slot.queue.unshift(turn)
-    else slot.queue.push(turn)
-    if (!slot.holder) handOn()
+/** Takes a place in line: at the back, or (a call coming back from `get`) at the front. */
+function reserve(engine: LocalEngine, call: Call, phase: Turn['phase'], front = false): Turn {
+  let grant = () => {}
+  const granted = new Promise<void>((resolve) => {
+    grant = resolve
   })
+  const turn: Turn = { engine, call, phase, grant, granted }
+  if (front) slot.queue.unshift(turn)
+  else slot.queue.push(turn)
+  handOn()
+  return turn
+}
+
+function acquire(engine: LocalEngine, call: Call, front = false): Promise<void> {
+  return reserve(engine, call, 'ready', front).granted
+}
+
+function setPhase(turn: Turn, phase: Turn['phase']): void {
+  turn.phase = phase
+  handOn()
+}
+
+/** Leaves the line without running (the call failed before it could). */
+function drop(turn: Turn): void {
+  const at = slot.queue.indexOf(turn)
+  if (at >= 0) slot.queue.splice(at, 1)
+  handOn()
 }
 
 function release(call: Call): void {
@@ -144,10 +173,16 @@ function release(call: Call): void {
 }
 
 function handOn(): void {
-  const next = slot.queue.shift()
-  if (!next) return
-  slot.holder = next
-  next.grant()
+  if (slot.holder) return
+  for (let i = 0; i < slot.queue.length; i++) {
+    const turn = slot.queue[i] as Turn
+    if (turn.phase === 'blocked') continue
+    if (turn.phase === 'loading') return
+    slot.queue.splice(i, 1)
+    slot.holder = turn
+    turn.grant()
+    return
+  }
 }
 
 /** Runs `wait` with the slot given up meanwhile, then takes it back before the caller goes on. */
@@ -233,7 +268,7 @@ export class LocalEngine {
     if (typeof functions !== 'string') {
       const module = Object.hasOwn(functions, name) ? functions[name] : undefined
       if (!module) throw new FunctionNotFoundError(`no function named ${name}`)
-      return module
+      return typeof module === 'function' ? await module() : module
     }
     if (!/^[a-z][a-z0-9-]{0,62}$/.test(name)) throw new FunctionNotFoundError(`no function named ${name}`)
     const { existsSync } = (await nodeModule('node:fs')) as typeof import('node:fs')
@@ -257,7 +292,7 @@ export class LocalEngine {
 
   submit(name: string, args: readonly unknown[], options: CallOptions, id = newObjectId()): ObjectRef {
     const call = this.#newCall(id, name, args, options)
-    void this.#runTask(call)
+    void this.#runTask(call, reserve(this, call, 'loading'))
     return new ObjectRef(id)
   }
 
@@ -286,11 +321,11 @@ export class LocalEngine {
     return call
   }
 
-  async #runTask(call: Call): Promise<void> {
-    await loadStorage()
+  async #runTask(call: Call, turn: Turn): Promise<void> {
     let module: FunctionModule
     let args: unknown[]
     try {
+      await loadStorage()
       module = await this.#module(call.name)
       if (typeof module.default !== 'function') throw new BadRequestError(`${call.name} exports no function`)
       if (isClass(module.default)) {
@@ -298,8 +333,9 @@ export class LocalEngine {
           `${call.name} is an actor class: make an actor of it with actor('${call.name}')`,
         )
       }
-      args = await this.#arguments(call.args)
+      args = await this.#arguments(call.args, turn)
     } catch (err) {
+      drop(turn)
       this.#fail(call.id, err)
       return
     }
@@ -312,8 +348,9 @@ export class LocalEngine {
       config.batch !== undefined,
     )
     const retries = options.retryExceptions === true ? (options.maxRetries ?? 3) : 0
+    setPhase(turn, 'ready')
     for (let attempt = 0; ; attempt++) {
-      await acquire(this, call)
+      await (attempt === 0 ? turn.granted : acquire(this, call))
       const entry = this.#objects.get(call.id)
       if (entry?.state.status !== 'pending') {
         release(call)
@@ -369,9 +406,13 @@ export class LocalEngine {
     }
   }
 
-  /** Top-level refs become their values (waited for first); the rest is decoded as it would arrive. */
-  async #arguments(args: readonly unknown[]): Promise<unknown[]> {
+  /**
+   * Top-level refs become their values (waited for first: the call's turn
+   * lets others pass meanwhile); the rest is decoded as it would arrive.
+   */
+  async #arguments(args: readonly unknown[], turn?: Turn): Promise<unknown[]> {
     const refs = args.filter((a): a is ObjectRef => a instanceof ObjectRef)
+    if (turn && refs.some((r) => this.#objects.get(r.id)?.state.status !== 'ready')) setPhase(turn, 'blocked')
     await this.#submitted(refs.map((r) => r.id))
     if (refs.length > 0)
       await this.#settled(
@@ -636,22 +677,23 @@ export class LocalEngine {
     this.#actors.set(id, actor)
     const call = this.#newCall(id, cls, args, callOptions)
     call.actor = actor
-    void this.#construct(actor, call)
+    void this.#construct(actor, call, reserve(this, call, 'loading'))
     return { id, ready: Promise.resolve(id) }
   }
 
-  async #construct(actor: LocalActor, call: Call): Promise<void> {
-    await loadStorage()
+  async #construct(actor: LocalActor, call: Call, turn: Turn): Promise<void> {
     let cls: new (...a: unknown[]) => Record<string, unknown>
     let args: unknown[]
     let config: Record<string, unknown>
     try {
+      await loadStorage()
       const module = await this.#module(actor.cls)
       if (!isClass(module.default)) throw new BadRequestError(`${actor.cls} is not an actor class`)
       cls = module.default as typeof cls
       config = { ...(module.config ?? {}) }
-      args = await this.#arguments(call.args)
+      args = await this.#arguments(call.args, turn)
     } catch (err) {
+      drop(turn)
       this.#fail(call.id, err)
       this.#die(actor, `actor ${actor.id} was never made: ${(err as Error).message}`)
       return
@@ -659,7 +701,8 @@ export class LocalEngine {
     const options = { ...pickOptions(config), ...call.options }
     actor.concurrency = Math.max(1, Number(options.maxConcurrency ?? config.maxConcurrency ?? 1))
     call.env = this.#envOf(config)
-    await acquire(this, call)
+    setPhase(turn, 'ready')
+    await turn.granted
     const outcome = await this.#invoke(
       call,
       () => {
@@ -699,14 +742,14 @@ export class LocalEngine {
     while (actor.state === 'alive' && actor.busy < actor.concurrency && actor.mailbox.length > 0) {
       const call = actor.mailbox.shift() as Call
       actor.busy++
-      void this.#runMethod(actor, call).finally(() => {
+      void this.#runMethod(actor, call, reserve(this, call, 'loading')).finally(() => {
         actor.busy--
         this.#pump(actor)
       })
     }
   }
 
-  async #runMethod(actor: LocalActor, call: Call): Promise<void> {
+  async #runMethod(actor: LocalActor, call: Call, turn: Turn): Promise<void> {
     const method = call.method as string
     const m = actor.instance?.[method]
     if (
@@ -715,18 +758,21 @@ export class LocalEngine {
       method.startsWith('_') ||
       method.startsWith('#')
     ) {
+      drop(turn)
       this.#fail(call.id, new MagpieError(`actor ${actor.id} has no method ${method}`, { code: 'NOT_FOUND' }))
       return
     }
     let args: unknown[]
     try {
-      args = await this.#arguments(call.args)
+      args = await this.#arguments(call.args, turn)
     } catch (err) {
+      drop(turn)
       this.#fail(call.id, err)
       return
     }
     call.env = this.#objects.get(actor.id)?.call?.env ?? {}
-    await acquire(this, call)
+    setPhase(turn, 'ready')
+    await turn.granted
     const entry = this.#objects.get(call.id)
     if (entry?.state.status !== 'pending') {
       release(call)

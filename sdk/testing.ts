@@ -15,7 +15,7 @@ export { LocalClient } from './local-client.ts'
 
 /** A local-mode client on a folder of function folders (default `./functions`), or on modules by name. */
 export function local(
-  functions?: string | Record<string, FunctionModule>,
+  functions?: LocalOptions['functions'],
   options: Omit<LocalOptions, 'functions'> = {},
 ): LocalClient {
   return new LocalClient({ ...options, ...(functions === undefined ? {} : { functions }) })

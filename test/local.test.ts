@@ -60,6 +60,21 @@ describe('local mode', () => {
     expect(order).toEqual(['parent starts', 'parent submitted', 'x', 'child0', 'child1', 'parent ends'])
   })
 
+  it('keeps submission order while a function is still being imported', async () => {
+    const order: string[] = []
+    const mpx = local({
+      fast: { default: (tag: string) => order.push(tag) },
+      slow: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        return { default: (tag: string) => order.push(tag) }
+      },
+    })
+    await mpx.call('fast', 'warm-up')
+    const refs = [mpx.remote('slow').remote('first'), mpx.remote('fast').remote('second')]
+    await mpx.get(refs)
+    expect(order).toEqual(['warm-up', 'first', 'second'])
+  })
+
   it("fails with the function's error, whose stack points into its source", async () => {
     const err = await mp.call('fail', 'boom').catch((e: unknown) => e)
     expect(err).toBeInstanceOf(TaskError)
