@@ -17,5 +17,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // The servers tests start log warnings only: one access line per request would bury the test report.
+    env: { MAGPIE_LOG_LEVEL: 'warn' },
   },
 })

@@ -10,7 +10,8 @@ import { ROOT } from './helpers.ts'
 stopSpawnedAfterAll()
 
 const start = async (args: string[]) => {
-  const spawned = await spawnStart(['--port', '0', ...args])
+  // The platform's own default level, not the quieter one the test run sets for the servers it starts.
+  const spawned = await spawnStart(['--port', '0', ...args], { env: { MAGPIE_LOG_LEVEL: 'info' } })
   return { child: spawned.child, url: spawned.url, err: spawned.output }
 }
 
