@@ -7,7 +7,7 @@
  * test('square', async () => expect(await mp.call('square', 4)).toBe(16))
  */
 
-import type { FunctionModule, LocalOptions } from './local.ts'
+import type { LocalOptions } from './local.ts'
 import { LocalClient } from './local-client.ts'
 
 export type { FunctionModule, LocalOptions } from './local.ts'

@@ -1,16 +1,15 @@
 /** The batch-files example: its function unit-tested in local mode, and the whole run at a small size. */
-import { once } from 'node:events'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { TaskError } from '../../sdk/index.ts'
 import { local } from '../../sdk/testing.ts'
-import { spawnGroup, stopSpawnedAfterAll } from '../../test/cluster-helpers.ts'
+import { stopSpawnedAfterAll } from '../../test/cluster-helpers.ts'
+import { runExample } from '../lib/run-example.ts'
 import { makeCsv } from './process.ts'
 
 const HERE = import.meta.dirname
-const ROOT = resolve(HERE, '../..')
 stopSpawnedAfterAll()
 const out = mkdtempSync(join(tmpdir(), 'magpie-batch-test-'))
 afterAll(() => rmSync(out, { recursive: true, force: true }))
@@ -32,20 +31,11 @@ describe('the batch-files example', () => {
   })
 
   it('processes 300 files on a platform, reports the broken one, and prints the figures', async () => {
-    const run = spawnGroup(process.execPath, [
-      join(ROOT, 'node_modules/tsx/dist/cli.mjs'),
+    const { output, json: summary } = await runExample(
       join(HERE, 'run.ts'),
-      '--files',
-      '300',
-      '--rows',
-      '20',
-      '--out',
-      out,
-    ])
-    const [code] = await once(run.child, 'exit')
-    const output = run.output()
-    expect(code, output).toBe(0)
-    const summary = JSON.parse(output.split('\n').find((l) => l.startsWith('{"files"')) as string)
+      ['--files', '300', '--rows', '20', '--out', out],
+      'files',
+    )
     expect(summary).toMatchObject({
       files: 300,
       failed: 1,

@@ -17,9 +17,8 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Piscina } from 'piscina'
-import { startPlatformProcess } from '../../bench/lib/platform-process.ts'
-import { runDeploy } from '../../cli/deploy.ts'
 import { type Client, connect, type ObjectRef, ProgressBar } from '../../sdk/index.ts'
+import { withPlatform } from '../lib/platform.ts'
 import { makeCsv, summarize } from './process.ts'
 
 const { values } = parseArgs({
@@ -135,22 +134,7 @@ async function withPiscina() {
 
 // ---- the run ----
 
-const platform = values.url
-  ? undefined
-  : await startPlatformProcess([
-      '--cpus',
-      String(cpus),
-      '--functions',
-      join(HERE, 'functions'),
-      '--log-level',
-      'warn',
-    ])
-const url = values.url ?? (platform?.url as string)
-try {
-  if (values.url)
-    await runDeploy(url, process.env.MAGPIE_ADMIN_TOKEN ?? process.env.MAGPIE_TOKEN, [
-      join(HERE, 'functions'),
-    ])
+await withPlatform({ url: values.url, functions: join(HERE, 'functions'), cpus }, async (url) => {
   const mp = connect(url)
   // Warm-up: the function's code loaded on every thread.
   await mp.get(
@@ -183,7 +167,6 @@ try {
       out: values.out ? work : undefined,
     }),
   )
-} finally {
-  await platform?.stop()
+}).finally(() => {
   if (!values.out) rmSync(work, { recursive: true, force: true })
-}
+})

@@ -10,10 +10,9 @@
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { startPlatformProcess } from '../../bench/lib/platform-process.ts'
-import { runDeploy } from '../../cli/deploy.ts'
 import { totalWorkMs } from '../../functions/_lib/seed.ts'
 import { connect } from '../../sdk/index.ts'
+import { withPlatform } from '../lib/platform.ts'
 import { runPipeline } from './pipeline.ts'
 import type { compile } from './stages.ts'
 
@@ -28,22 +27,7 @@ const scale = Number(values.scale)
 const cpus = Number(values.cpus)
 const HERE = import.meta.dirname
 
-const platform = values.url
-  ? undefined
-  : await startPlatformProcess([
-      '--cpus',
-      String(cpus),
-      '--functions',
-      join(HERE, 'functions'),
-      '--log-level',
-      'warn',
-    ])
-const url = values.url ?? (platform?.url as string)
-try {
-  if (values.url)
-    await runDeploy(url, process.env.MAGPIE_ADMIN_TOKEN ?? process.env.MAGPIE_TOKEN, [
-      join(HERE, 'functions'),
-    ])
+await withPlatform({ url: values.url, functions: join(HERE, 'functions'), cpus }, async (url) => {
   const mp = connect(url)
   // Warm-up: each thread loads the code and calibrates its busy loop before the clock starts.
   await mp.get(
@@ -65,6 +49,4 @@ try {
       efficiency: Math.round((idealS / result.seconds) * 1000) / 1000,
     }),
   )
-} finally {
-  await platform?.stop()
-}
+})

@@ -1,13 +1,12 @@
 /** The seed-pipeline example gives the workload's answer in local mode and on a platform. */
-import { once } from 'node:events'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { local } from '../../sdk/testing.ts'
-import { spawnGroup, stopSpawnedAfterAll } from '../../test/cluster-helpers.ts'
+import { stopSpawnedAfterAll } from '../../test/cluster-helpers.ts'
+import { runExample } from '../lib/run-example.ts'
 import { runPipeline } from './pipeline.ts'
 
 const HERE = import.meta.dirname
-const ROOT = resolve(HERE, '../..')
 const ANSWER_SHA = '72823fb8cecb1d49'
 stopSpawnedAfterAll()
 
@@ -19,16 +18,7 @@ describe('the seed-pipeline example', () => {
   }, 60_000)
 
   it('gives the answer on a platform, with a progress bar on stderr', async () => {
-    const run = spawnGroup(process.execPath, [
-      join(ROOT, 'node_modules/tsx/dist/cli.mjs'),
-      join(HERE, 'run.ts'),
-      '--scale',
-      '20',
-    ])
-    const [code] = await once(run.child, 'exit')
-    const output = run.output()
-    expect(code, output).toBe(0)
-    const line = JSON.parse(output.split('\n').find((l) => l.startsWith('{"answer_sha"')) as string)
+    const { output, json: line } = await runExample(join(HERE, 'run.ts'), ['--scale', '20'], 'answer_sha')
     expect(line).toMatchObject({ answer_sha: ANSWER_SHA, results: 1911, samples: 965, prepares: 32 })
     expect(output).toMatch(/965\/965 samples 100%/)
   }, 120_000)

@@ -13,10 +13,9 @@
  */
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { startPlatformProcess } from '../../bench/lib/platform-process.ts'
-import { runDeploy } from '../../cli/deploy.ts'
 import { connect } from '../../sdk/index.ts'
 import { asha, grid, type TuneOptions, tune } from '../../sdk/tune.ts'
+import { withPlatform } from '../lib/platform.ts'
 import { BEST } from './objective.ts'
 
 const { values } = parseArgs({
@@ -30,15 +29,7 @@ const { values } = parseArgs({
 const HERE = import.meta.dirname
 const maxSteps = Number(values['max-steps'])
 
-const platform = values.url
-  ? undefined
-  : await startPlatformProcess(['--functions', join(HERE, 'functions'), '--log-level', 'warn'])
-const url = values.url ?? (platform?.url as string)
-try {
-  if (values.url)
-    await runDeploy(url, process.env.MAGPIE_ADMIN_TOKEN ?? process.env.MAGPIE_TOKEN, [
-      join(HERE, 'functions'),
-    ])
+await withPlatform({ url: values.url, functions: join(HERE, 'functions') }, async (url) => {
   const mp = connect(url)
   const search: TuneOptions = {
     trainable: values.actor ? { actor: 'trainer' } : 'train',
@@ -86,6 +77,4 @@ try {
       asha_steps_share: Math.round((early.totalSteps / full.totalSteps) * 1000) / 1000,
     }),
   )
-} finally {
-  await platform?.stop()
-}
+})

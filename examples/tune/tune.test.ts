@@ -1,13 +1,12 @@
 /** The tune example: the search finds the known best point, in local mode and on a platform, and ASHA spends at most half the steps. */
-import { once } from 'node:events'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { local } from '../../sdk/testing.ts'
 import { asha, grid, tune } from '../../sdk/tune.ts'
-import { spawnGroup, stopSpawnedAfterAll } from '../../test/cluster-helpers.ts'
+import { stopSpawnedAfterAll } from '../../test/cluster-helpers.ts'
+import { runExample } from '../lib/run-example.ts'
 
 const HERE = import.meta.dirname
-const ROOT = resolve(HERE, '../..')
 stopSpawnedAfterAll()
 
 describe('the tune example', () => {
@@ -33,16 +32,7 @@ describe('the tune example', () => {
   }
 
   it('runs on a platform: both searches find the best, ASHA with at most half the steps', async () => {
-    const run = spawnGroup(process.execPath, [
-      join(ROOT, 'node_modules/tsx/dist/cli.mjs'),
-      join(HERE, 'run.ts'),
-      '--step-ms',
-      '1',
-    ])
-    const [code] = await once(run.child, 'exit')
-    const output = run.output()
-    expect(code, output).toBe(0)
-    const line = JSON.parse(output.split('\n').find((l) => l.startsWith('{"trainable"')) as string)
+    const { json: line } = await runExample(join(HERE, 'run.ts'), ['--step-ms', '1'], 'trainable')
     expect(line).toMatchObject({
       trials: 35,
       full: { best: { x: 3, y: -1 }, steps: 34 * 27, failed: 1 },
