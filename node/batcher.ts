@@ -35,13 +35,6 @@ export class Batcher {
     this.#options = options
   }
 
-  /** Calls waiting for their batch to fill. */
-  get waiting(): number {
-    let n = 0
-    for (const open of this.#open.values()) n += open.members.length
-    return n
-  }
-
   add(task: Task): void {
     const config = task.options.batch as BatchConfig
     const item = this.#itemOf(task)
@@ -99,11 +92,6 @@ export class Batcher {
       members: open.members,
     }
     this.#options.push(batch)
-  }
-
-  /** Runs what is waiting now (the node stops). */
-  close(): void {
-    for (const fn of [...this.#open.keys()]) this.#flush(fn)
   }
 }
 

@@ -71,11 +71,6 @@ export class Dispatcher {
     })
   }
 
-  /** Calls waiting for their batch to fill. */
-  get batching(): number {
-    return this.#batcher.waiting
-  }
-
   /** Queues a task whose arguments are ready, near the worker whose task made it. */
   enqueue(task: Task): void {
     if (!this.#wanted(task)) return // freed before it could run

@@ -304,7 +304,7 @@ export class TaskRunner {
       // A batch: each of its calls settles with its item of the result.
       this.uncount(task)
       this.#settled(task, outcome)
-      this.#counters.outcome(task.fn, 'error' in outcome)
+      // Counted once per call, as its members settle.
       const outcomes = splitOutcome(task, outcome)
       task.members.forEach((member, i) => {
         member.attempts = task.attempts

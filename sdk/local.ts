@@ -77,7 +77,6 @@ interface Call {
   env: Record<string, string>
   actor?: LocalActor
   method?: string
-  started: boolean
 }
 
 interface LocalActor {
@@ -307,7 +306,6 @@ export class LocalEngine {
       options,
       controller: new AbortController(),
       env: {},
-      started: false,
     }
     this.#objects.set(id, {
       state: { status: 'pending' },
@@ -357,7 +355,6 @@ export class LocalEngine {
         return
       }
       entry.attempts = attempt + 1
-      call.started = true
       const outcome = await this.#invoke(call, () => fn(...args), options.timeoutMs)
       release(call)
       if (outcome.ok) {
@@ -779,7 +776,6 @@ export class LocalEngine {
       return
     }
     entry.attempts = 1
-    call.started = true
     const outcome = await this.#invoke(
       call,
       () => (m as (...a: unknown[]) => unknown).apply(actor.instance, args),
@@ -807,15 +803,6 @@ export class LocalEngine {
     const actor = this.#actors.get(id)
     if (!actor || actor.state === 'dead') throw new ActorNotFoundError(`no live actor ${nameOrId}`)
     return id
-  }
-
-  actors(): Array<{ id: string; class: string; name?: string; state: string }> {
-    return [...this.#actors.values()].map((a) => ({
-      id: a.id,
-      class: a.cls,
-      ...(a.name === undefined ? {} : { name: a.name }),
-      state: a.state,
-    }))
   }
 
   readonly handleIO: HandleIO = {
