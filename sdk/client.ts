@@ -16,9 +16,9 @@ import {
 import { CallBatcher } from './call-batcher.ts'
 import {
   BYTES_TYPE,
+  checkRef,
   decodeValue,
   ID_HEADER,
-  isObjectId,
   newObjectId,
   ObjectRef,
   parseWithRefs,
@@ -434,11 +434,6 @@ const PENDING = Symbol('pending')
 
 function roundS(seconds: number): string {
   return String(Math.round(seconds * 1000) / 1000)
-}
-
-function checkRef<T>(ref: ObjectRef<T>): ObjectRef<T> {
-  if (!(ref instanceof ObjectRef) || !isObjectId(ref.id)) throw new TypeError('expected an ObjectRef')
-  return ref
 }
 
 function checkTimeout(timeout: unknown): number | undefined {

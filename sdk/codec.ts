@@ -50,6 +50,12 @@ export class ObjectRef<T = unknown> {
   }
 }
 
+/** `ref` if it is an ObjectRef with a well-formed id; TypeError otherwise. */
+export function checkRef<T>(ref: ObjectRef<T>): ObjectRef<T> {
+  if (!(ref instanceof ObjectRef) || !isObjectId(ref.id)) throw new TypeError('expected an ObjectRef')
+  return ref
+}
+
 /** The id in a `{"$ref": id}` marker or an ObjectRef, else undefined. */
 export function refIdOf(value: unknown): string | undefined {
   if (value instanceof ObjectRef) return value.id

@@ -5,7 +5,7 @@
  */
 import type { ActorClass, ActorHandle, ActorOptions, AnyClass } from './actors.ts'
 import { Client, type Settled } from './client.ts'
-import { isObjectId, ObjectRef } from './codec.ts'
+import { checkRef, type ObjectRef } from './codec.ts'
 import { LocalEngine, type LocalOptions } from './local.ts'
 import { ProgressBar } from './progress.ts'
 import {
@@ -140,9 +140,4 @@ export class LocalClient extends Client {
   override async close(): Promise<void> {
     this.engine.reset()
   }
-}
-
-function checkRef<T>(ref: ObjectRef<T>): ObjectRef<T> {
-  if (!(ref instanceof ObjectRef) || !isObjectId(ref.id)) throw new TypeError('expected an ObjectRef')
-  return ref
 }

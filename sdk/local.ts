@@ -15,7 +15,7 @@ import {
   type HandleIO,
   withActorHandles,
 } from './actors.ts'
-import { type EncodedValue, encodeValue, isObjectId, newObjectId, ObjectRef, parseWithRefs } from './codec.ts'
+import { checkRef, type EncodedValue, encodeValue, newObjectId, ObjectRef, parseWithRefs } from './codec.ts'
 import { fromEnv } from './env-vars.ts'
 import {
   ActorDiedError,
@@ -89,6 +89,9 @@ interface LocalActor {
   busy: number
   concurrency: number
 }
+
+/** What a call's run gave: the value, encoded as stored, or what it threw. */
+type Outcome = { ok: true; value: EncodedValue } | { ok: false; error: unknown }
 
 // ---- the one slot: calls of every local client in this process run one at a time ----
 
@@ -348,15 +351,9 @@ export class LocalEngine {
     const retries = options.retryExceptions === true ? (options.maxRetries ?? 3) : 0
     setPhase(turn, 'ready')
     for (let attempt = 0; ; attempt++) {
-      await (attempt === 0 ? turn.granted : acquire(this, call))
-      const entry = this.#objects.get(call.id)
-      if (entry?.state.status !== 'pending') {
-        release(call)
-        return
-      }
-      entry.attempts = attempt + 1
-      const outcome = await this.#invoke(call, () => fn(...args), options.timeoutMs)
-      release(call)
+      const granted = attempt === 0 ? turn.granted : acquire(this, call)
+      const outcome = await this.#turn(call, granted, attempt + 1, () => fn(...args), options.timeoutMs)
+      if (!outcome) return
       if (outcome.ok) {
         this.#settle(call.id, outcome.value)
         return
@@ -368,12 +365,32 @@ export class LocalEngine {
     }
   }
 
-  /** Runs `body` as `call`, bounded by its timeout; the value stored, or what it threw. */
-  async #invoke(
+  /**
+   * Once `granted` the slot, runs `body` as `call` (its `attempts`-th run)
+   * and gives the slot back; undefined if the call settled meanwhile
+   * (cancelled, or its client reset).
+   */
+  async #turn(
     call: Call,
+    granted: Promise<void>,
+    attempts: number,
     body: () => unknown,
-    timeoutMs: number | undefined,
-  ): Promise<{ ok: true; value: EncodedValue } | { ok: false; error: unknown }> {
+    timeoutMs?: number,
+  ): Promise<Outcome | undefined> {
+    await granted
+    const entry = this.#objects.get(call.id)
+    if (entry?.state.status !== 'pending') {
+      release(call)
+      return undefined
+    }
+    entry.attempts = attempts
+    const outcome = await this.#invoke(call, body, timeoutMs)
+    release(call)
+    return outcome
+  }
+
+  /** Runs `body` as `call`, bounded by its timeout; the value stored, or what it threw. */
+  async #invoke(call: Call, body: () => unknown, timeoutMs: number | undefined): Promise<Outcome> {
     let timer: ReturnType<typeof setTimeout> | undefined
     try {
       const run = Promise.resolve().then(() => (storage ? storage.run({ engine: this, call }, body) : body()))
@@ -540,7 +557,7 @@ export class LocalEngine {
   async get(refOrRefs: unknown, timeoutS?: number): Promise<unknown> {
     const deadline = timeoutS === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutS * 1000
     const list = Array.isArray(refOrRefs) ? refOrRefs : [refOrRefs]
-    const ids = list.map((r) => refId(r))
+    const ids = list.map((r) => checkRef(r as ObjectRef).id)
     await this.#submitted(ids)
     const ready = ids.every((id) => this.#entry(id).state.status !== 'pending')
     if (!ready) await yieldingSlot(() => this.#settled(ids, deadline))
@@ -550,7 +567,7 @@ export class LocalEngine {
 
   async wait<T>(refs: readonly ObjectRef<T>[], options: WaitOptions = {}): Promise<WaitResult<T>> {
     if (!Array.isArray(refs)) throw new TypeError('refs must be an array of ObjectRefs')
-    const ids = refs.map((r) => refId(r))
+    const ids = refs.map((r) => checkRef(r as ObjectRef).id)
     if (new Set(ids).size !== ids.length) throw new BadRequestError('wait got the same ref twice')
     const numReturns = options.numReturns ?? Math.min(1, ids.length)
     if (!Number.isInteger(numReturns) || numReturns < 0 || numReturns > ids.length) {
@@ -699,23 +716,16 @@ export class LocalEngine {
     actor.concurrency = Math.max(1, Number(options.maxConcurrency ?? config.maxConcurrency ?? 1))
     call.env = this.#envOf(config)
     setPhase(turn, 'ready')
-    await turn.granted
-    const outcome = await this.#invoke(
-      call,
-      () => {
-        actor.instance = new cls(...args)
-        return actor.id
-      },
-      undefined,
-    )
-    release(call)
+    const outcome = await this.#turn(call, turn.granted, 1, () => {
+      actor.instance = new cls(...args)
+      return actor.id
+    })
+    if (!outcome) return
     if (!outcome.ok) {
       this.#fail(call.id, outcome.error, 1)
       this.#die(actor, `the constructor of ${actor.cls} threw: ${(outcome.error as Error)?.message}`)
       return
     }
-    const made = this.#objects.get(call.id)
-    if (made) made.attempts = 1
     this.#settle(call.id, outcome.value)
     if (actor.state === 'pending') actor.state = 'alive'
     this.#pump(actor)
@@ -769,19 +779,10 @@ export class LocalEngine {
     }
     call.env = this.#objects.get(actor.id)?.call?.env ?? {}
     setPhase(turn, 'ready')
-    await turn.granted
-    const entry = this.#objects.get(call.id)
-    if (entry?.state.status !== 'pending') {
-      release(call)
-      return
-    }
-    entry.attempts = 1
-    const outcome = await this.#invoke(
-      call,
-      () => (m as (...a: unknown[]) => unknown).apply(actor.instance, args),
-      undefined,
+    const outcome = await this.#turn(call, turn.granted, 1, () =>
+      (m as (...a: unknown[]) => unknown).apply(actor.instance, args),
     )
-    release(call)
+    if (!outcome) return
     if (outcome.ok) this.#settle(call.id, outcome.value)
     else this.#fail(call.id, outcome.error, 1)
   }
@@ -878,7 +879,7 @@ function installRuntime(): void {
     wait: (refs: readonly ObjectRef[], options?: WaitOptions) => engine().wait(refs, options),
     cancel: (ref: ObjectRef) =>
       void engine()
-        .cancel(refId(ref))
+        .cancel(checkRef(ref as ObjectRef).id)
         .catch(() => {}),
     signal: () => {
       const call = engine().current()
@@ -908,11 +909,6 @@ function installRuntime(): void {
   }
   const runtimeRemote = (name: string, options: CallOptions) =>
     (global[RUNTIME_KEY] as { remote: (n: string, o: CallOptions) => unknown }).remote(name, options)
-}
-
-function refId(ref: unknown): string {
-  if (!(ref instanceof ObjectRef) || !isObjectId(ref.id)) throw new TypeError('expected an ObjectRef')
-  return ref.id
 }
 
 /** A batched function (`config.batch`) takes one call's argument as a batch of one, and answers its one item. */
