@@ -558,6 +558,8 @@ export class LocalNode {
     this.#counters.stolen.in += 1
     const task = this.#task(spec)
     const pinned = this.#create(task, visible) && !visible && this.store.pin(spec.id)
+    // Its owner forgot it when it gave it away: recent calls list it here, where it runs.
+    task.queuedAt = this.recentTasks.queued(task.id, task.fn, task.actor?.id)
     this.#tasks.start(task)
     this.#publishRoom()
     return pinned
@@ -573,6 +575,7 @@ export class LocalNode {
     const entry = this.store.lookup(task.id)
     if (!entry || isSettled(entry)) return
     task.attempts += 1
+    task.queuedAt = this.recentTasks.queued(task.id, task.fn, task.actor?.id)
     if (task.attempts > task.maxRetries) {
       this.#tasks.settle(task, { error: { code: 'WORKER_CRASHED', message: why, attempts: task.attempts } })
       return

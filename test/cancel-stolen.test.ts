@@ -107,6 +107,14 @@ describe('cancel across nodes', () => {
       const row = (await nodes(head)).find((n) => n.id === thief.id)
       return stolen !== undefined && (row?.running ?? 0) > 0
     }, 20_000)
+    // Recent calls list it once, where it runs now; the others where they were placed.
+    const listed = (await (await fetch(`${head.url}/v1/tasks?function=busy-wait`)).json()) as Array<{
+      id: string
+      node: string
+      state: string
+    }>
+    expect(listed.map((t) => t.id).sort()).toEqual([...ids].sort())
+    expect(listed.find((t) => t.id === stolen)).toMatchObject({ node: thief.id, state: 'running' })
     const started = Date.now()
     const res = await fetch(`${head.url}/v1/objects/${stolen}/cancel`, {
       method: 'POST',

@@ -156,6 +156,12 @@ describe('the CLI', () => {
   }, 30_000)
 
   it('writes the last minute of calls in Chrome trace format (magpie timeline)', async () => {
+    const mp = connect(ctx.url, { token: TOKEN })
+    try {
+      await mp.get(mp.remote('talker').remote(1, 0, 'traced'), { timeout: 20 })
+    } finally {
+      await mp.close()
+    }
     const out = join(mkdtempSync(join(tmpdir(), 'magpie-trace-')), 'trace.json')
     const run = await cli('timeline', '--url', ctx.url, '--token', TOKEN, '--out', out)
     expect(run.code).toBe(0)
