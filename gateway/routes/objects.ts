@@ -1,8 +1,8 @@
 /** Objects: read (with long-poll), metadata, put, free, and wait on many. */
 import { Hono } from 'hono'
-import { stream } from 'hono/streaming'
 import type { Backend, ObjectInfo } from '../../node/backend.ts'
 import { unreadBytes } from '../../node/http/bodies.ts'
+import { linesResponse } from '../../node/http/responses.ts'
 import { objectsLimit } from '../../node/store/object-store.ts'
 import { BYTES_TYPE, ID_HEADER, JSON_TYPE, newObjectId } from '../../sdk/codec.ts'
 import { BadRequestError, ObjectNotFoundError } from '../../sdk/errors.ts'
@@ -126,40 +126,25 @@ export function objectRoutes(backend: Backend): Hono {
     checkIds(ids)
     const seconds = timeout === undefined || timeout === null ? MAX_WAIT_S : parseSeconds(timeout, 'timeout')
     await requireObjects(backend, ids)
-    c.header('content-type', 'application/x-ndjson')
-    return stream(c, async (out) => {
-      let lines: string[] = []
+    return linesResponse(c, { 'content-type': 'application/x-ndjson' }, async (out) => {
       let remaining = ids.length
-      let flushQueued = false
       let finish = () => {}
       const finished = new Promise<void>((resolve) => {
         finish = resolve
       })
-      const flush = () => {
-        flushQueued = false
-        if (lines.length > 0) {
-          void out.write(lines.join(''))
-          lines = []
-        }
-        if (remaining === 0) finish()
-      }
       const offs = ids.map((id) =>
         backend.onSettled(id, (entry) => {
-          lines.push(settledLine(id, entry, backend))
+          out.write(settledLine(id, entry, backend))
           remaining -= 1
-          if (!flushQueued) {
-            flushQueued = true
-            setImmediate(flush)
-          }
+          if (remaining === 0) finish()
         }),
       )
       const timer = setTimeout(finish, seconds * 1000)
-      out.onAbort(finish)
+      void out.aborted.then(finish)
       if (ids.length === 0) finish()
       await finished
       clearTimeout(timer)
       for (const off of offs) off()
-      if (lines.length > 0) await out.write(lines.join(''))
     })
   })
 

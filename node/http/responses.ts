@@ -95,6 +95,97 @@ export function bytesResponse(
   return new Response(body, { headers: all })
 }
 
+/** Where lines of a streamed answer go (linesResponse). */
+export interface LineSink {
+  /** Queues text (whole lines) to be sent with what else comes soon. */
+  write(text: string): void
+  /** Resolves when the client goes away before the end. */
+  readonly aborted: Promise<void>
+}
+
+/**
+ * A 200 whose body is text written by `run` as it comes, ended when `run`
+ * returns. Text written close together goes out in one write: the first at
+ * once, then at most one write per `gatherMs`, so that a stream of many small
+ * results costs the server and its client a write and a read per few lines,
+ * not per line (each write to a socket costs the sender tens of microseconds
+ * of system time). On Node's server it is written to the socket directly,
+ * without the web streams a Response body goes through.
+ */
+export function linesResponse(
+  c: Context,
+  headers: Record<string, string>,
+  run: (out: LineSink) => Promise<void>,
+  gatherMs = 10,
+): Response {
+  let pending: string[] = []
+  let lastWrite = Number.NEGATIVE_INFINITY
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let immediate: ReturnType<typeof setImmediate> | undefined
+  let emit: (text: string) => void = () => {}
+  let abort = () => {}
+  const aborted = new Promise<void>((resolve) => {
+    abort = resolve
+  })
+  const flush = () => {
+    timer = undefined
+    immediate = undefined
+    if (pending.length === 0) return
+    lastWrite = performance.now()
+    const text = pending.length === 1 ? (pending[0] as string) : pending.join('')
+    pending = []
+    emit(text)
+  }
+  const sink: LineSink = {
+    aborted,
+    write(text) {
+      pending.push(text)
+      if (timer !== undefined || immediate !== undefined) return
+      const wait = lastWrite + gatherMs - performance.now()
+      if (wait <= 0) immediate = setImmediate(flush)
+      else timer = setTimeout(flush, wait)
+    },
+  }
+  const finish = () => {
+    clearTimeout(timer)
+    clearImmediate(immediate)
+    flush()
+  }
+  const outgoing = socketResponse(c)
+  if (outgoing) {
+    outgoing.writeHead(200, headers)
+    emit = (text) => {
+      outgoing.write(text)
+    }
+    outgoing.on('close', () => abort())
+    run(sink).then(
+      () => {
+        finish()
+        outgoing.end()
+      },
+      () => outgoing.destroy(),
+    )
+    return RESPONSE_ALREADY_SENT
+  }
+  const encoder = new TextEncoder()
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      emit = (text) => controller.enqueue(encoder.encode(text))
+      run(sink).then(
+        () => {
+          finish()
+          controller.close()
+        },
+        (err: unknown) => controller.error(err),
+      )
+    },
+    cancel() {
+      abort()
+    },
+  })
+  return new Response(body, { headers })
+}
+
 export function errorResponse(error: SerializedError, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify({ error }), {
     status: ERROR_STATUS[error.code] ?? 500,
