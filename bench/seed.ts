@@ -5,6 +5,8 @@
  *   npm run bench:seed -- --scale 4 [--cpus 2] [--driver nested|sdk] [--compare-dask]
  *   npm run bench:seed -- --nodes 3 --cpus-per-node 1 --scale 1   (a head and 3 node processes)
  *   npm run bench:seed -- --scale 8 --dashboard   (the dashboard open in headless Chromium meanwhile)
+ *   npm run bench:seed -- --nodes 4 --cpus-per-node 1 --join-late 1 [--join-after S]
+ *       (the last node joins S seconds into the timed run: by default half the ideal makespan)
  *
  * It says the gateway's resident memory before, at most during, and after
  * the timed run (with --nodes, the head's; else the one process's).
@@ -13,15 +15,17 @@
  * first (bundles loaded, burn loops calibrated), as the workload asks: the
  * makespan is timed with the cluster already up.
  */
-import { spawn } from 'node:child_process'
-import { createHash } from 'node:crypto'
+import { type ChildProcess, spawn } from 'node:child_process'
+import { createHash, randomBytes } from 'node:crypto'
+import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
-import { GROUPS, SOURCES, totalWorkMs } from '../functions/_lib/seed.ts'
+import { GROUPS, SOURCES, samplesOf, totalWorkMs } from '../functions/_lib/seed.ts'
 import { type Client, connect, type ObjectRef } from '../sdk/index.ts'
 import { ROOT, readCounter, startPlatformProcess } from './lib/platform-process.ts'
+import { cpuSince, type ProcessCpu, processTreeCpu } from './lib/thread-cpu.ts'
 
 type Row = { key: number; count: number; sum: number }
 
@@ -31,6 +35,8 @@ const { values } = parseArgs({
     cpus: { type: 'string', default: String(availableParallelism()) },
     nodes: { type: 'string' },
     'cpus-per-node': { type: 'string', default: '1' },
+    'join-late': { type: 'string', default: '0' },
+    'join-after': { type: 'string' },
     driver: { type: 'string', default: 'nested' },
     'compare-dask': { type: 'boolean', default: false },
     'dask-script': { type: 'string', default: resolve(ROOT, '../shared/anchors/dask_seed_pipeline.py') },
@@ -44,6 +50,13 @@ const nodes = values.nodes === undefined ? undefined : Number(values.nodes)
 if (nodes !== undefined && (!Number.isInteger(nodes) || nodes < 1))
   throw new Error('--nodes must be a positive integer')
 const cpusPerNode = Number(values['cpus-per-node'])
+const joinLate = Number(values['join-late'])
+if (
+  !Number.isInteger(joinLate) ||
+  joinLate < 0 ||
+  (joinLate > 0 && (nodes === undefined || joinLate >= nodes))
+)
+  throw new Error('--join-late must be an integer from 0 to --nodes minus 1')
 /** Worker threads in all, and P: the cores they can use. */
 const workers = nodes === undefined ? Number(values.cpus) : nodes * cpusPerNode
 const cpus = Math.min(workers, availableParallelism())
@@ -109,12 +122,15 @@ function digest(rows: Row[]): string {
 
 async function runMagpie() {
   const bootStart = performance.now()
+  // Nodes that join later need the cluster secret: one made here, which the head takes from the environment.
+  if (joinLate > 0) process.env.MAGPIE_CLUSTER_SECRET = randomBytes(24).toString('base64url')
   const platform = await startPlatformProcess(
     nodes === undefined
       ? ['--cpus', String(workers)]
-      : ['--nodes', String(nodes), '--cpus', String(cpusPerNode)],
+      : ['--nodes', String(nodes - joinLate), '--cpus', String(cpusPerNode)],
   )
-  if (nodes !== undefined) await untilNodes(platform.url, nodes)
+  const late: LateNode[] = []
+  if (nodes !== undefined) await untilNodes(platform.url, nodes - joinLate)
   const mp = connect(platform.url)
   try {
     const run = values.driver === 'sdk' ? sdkPipeline : nestedPipeline
@@ -132,19 +148,40 @@ async function runMagpie() {
     const sampler = setInterval(() => {
       rssMax = Math.max(rssMax, rssMb(platform.child.pid))
     }, 250)
+    const platformCpu = processTreeCpu(platform.child.pid as number)
+    const driverCpu = process.cpuUsage()
+    const ideal = totalWorkMs(scale) / 1000 / cpus
+    const joinAfterS = values['join-after'] === undefined ? ideal / 2 : Number(values['join-after'])
+    const joining =
+      joinLate > 0
+        ? setTimeout(() => {
+            for (let i = 0; i < joinLate; i++) late.push(joinNode(platform.url))
+          }, joinAfterS * 1000)
+        : undefined
     const t0 = performance.now()
-    const answer = await run(mp, scale).finally(() => clearInterval(sampler))
+    const answer = await run(mp, scale).finally(() => {
+      clearInterval(sampler)
+      clearTimeout(joining)
+    })
     const makespan = (performance.now() - t0) / 1000
+    const cpu = cpuReport(
+      cpuSince(platformCpu, [
+        ...processTreeCpu(platform.child.pid as number),
+        ...late.flatMap((n) => processTreeCpu(n.child.pid as number)),
+      ]),
+      process.cpuUsage(driverCpu),
+    )
+    const joined = await Promise.all(late.map((n) => n.joinedAfterS(t0)))
     const rssAfter = rssMb(platform.child.pid)
     await browser?.close()
     // Nodes report their counters with heartbeats: let the last ones arrive.
     if (nodes !== undefined) await new Promise((r) => setTimeout(r, 1500))
     const after = await counters(platform.url)
-    const ideal = totalWorkMs(scale) / 1000 / cpus
     return {
       system: 'magpie',
       driver: values.driver,
       ...(nodes === undefined ? {} : { nodes, cpus_per_node: cpusPerNode }),
+      ...(joinLate > 0 ? { joined_late: joinLate, join_started_s: round(joinAfterS), joined_s: joined } : {}),
       workers,
       cores_counted: cpus,
       scale,
@@ -159,12 +196,82 @@ async function runMagpie() {
       bytes_shared_between_threads: after.shared - before.shared,
       steals: after.steals - before.steals,
       bytes_moved_between_nodes: after.moved - before.moved,
+      cpu_ms: cpu,
+      calls: callsPerRun(),
+      // CPU beyond the workload's own (its burns) on every thread of the driver and the platform, per call.
+      overhead_us_per_call: Math.round(
+        ((cpu.driver + cpu.main_threads + cpu.other_threads - totalWorkMs(scale)) * 1000) / callsPerRun(),
+      ),
       dashboard_open: values.dashboard,
       gateway_rss_mb: { before: Math.round(rssBefore), max: Math.round(rssMax), after: Math.round(rssAfter) },
     }
   } finally {
     await mp.close()
+    await Promise.all(late.map((n) => n.stop()))
     await platform.stop()
+  }
+}
+
+interface LateNode {
+  child: ChildProcess
+  /** Seconds from `t0` (performance.now()) until the node said it joined, or null if it had not by the end. */
+  joinedAfterS(t0: number): Promise<number | null>
+  stop(): Promise<void>
+}
+
+/** A node process joining the head at `url` now (`magpie start --join`), as an autoscaler would add one. */
+function joinNode(url: string): LateNode {
+  const child = spawn(
+    process.execPath,
+    [resolve(ROOT, 'bin/magpie.mjs'), 'start', '--join', url, '--cpus', String(cpusPerNode), '--port', '0'],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+  )
+  process.once('exit', () => child.kill('SIGKILL'))
+  let joinedAt: number | undefined
+  let output = ''
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk
+    if (joinedAt === undefined && /joined/.test(output)) joinedAt = performance.now()
+  })
+  return {
+    child,
+    joinedAfterS: async (t0) => (joinedAt === undefined ? null : round((joinedAt - t0) / 1000)),
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      const exited = once(child, 'exit')
+      child.kill('SIGTERM')
+      await exited
+    },
+  }
+}
+
+/** Calls of one run: prepares, schedules, samples and compiles (and the driver function, nested). */
+function callsPerRun(): number {
+  let samples = 0
+  for (let i = 0; i < SOURCES; i++) samples += samplesOf(i)
+  return 2 * SOURCES + samples + GROUPS + (values.driver === 'nested' ? 1 : 0)
+}
+
+/**
+ * Where the timed run's CPU went, in ms: this process (the driver, through
+ * the SDK), the platform's main threads (the gateway, and each node's
+ * scheduler: with --nodes, the head's apart) and their other threads
+ * (worker threads running the calls, V8's garbage collection helpers).
+ */
+function cpuReport(platform: ProcessCpu[], driver: NodeJS.CpuUsage) {
+  const [first, ...rest] = platform as [ProcessCpu, ...ProcessCpu[]]
+  const sum = (list: ProcessCpu[], k: 'main' | 'others') => list.reduce((n, p) => n + p[k], 0)
+  return {
+    driver: Math.round((driver.user + driver.system) / 1000),
+    main_threads: sum(platform, 'main'),
+    other_threads: sum(platform, 'others'),
+    ...(nodes === undefined
+      ? {}
+      : {
+          head: first.main + first.others,
+          node_main_threads: sum(rest, 'main'),
+          each_node: rest.map((p) => ({ main: p.main, others: p.others })),
+        }),
   }
 }
 

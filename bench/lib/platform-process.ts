@@ -12,10 +12,16 @@ export interface PlatformProcess {
 }
 
 export async function startPlatformProcess(args: string[] = []): Promise<PlatformProcess> {
-  const child = spawn(process.execPath, [resolve(ROOT, 'bin/magpie.mjs'), 'start', '--port', '0', ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  // Node's own flags for the platform (`--cpu-prof --cpu-prof-dir DIR` to profile it), which NODE_OPTIONS cannot carry.
+  const flags = (process.env.MAGPIE_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter((f) => f !== '')
+  const child = spawn(
+    process.execPath,
+    [...flags, resolve(ROOT, 'bin/magpie.mjs'), 'start', '--port', '0', ...args],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return
     const exited = once(child, 'exit')
