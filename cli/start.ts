@@ -253,7 +253,7 @@ export async function runStart(flags: StartFlags): Promise<number> {
     console.log(`magpie node listening on ${node.listening}, joining ${flags.join}`)
     const stopped = untilSignal(() => node.stop(), stopGrace)
     await Promise.race([node.joined, stopped])
-    if (node.address) console.log(`magpie node ${node.id} joined ${flags.join} as ${node.address}`)
+    if (node.registered) console.log(`magpie node ${node.id} joined ${flags.join} as ${node.address}`)
     await stopped
     return 0
   }
@@ -292,9 +292,11 @@ export async function runStart(flags: StartFlags): Promise<number> {
         if (cpus !== undefined) args.push('--cpus', String(cpus))
         args.push(...storeArgs(flags))
         children.push(
-          spawn(process.execPath, args, {
+          // With the Node flags this process has (a heap limit, a profiler).
+          spawn(process.execPath, [...process.execArgv, ...args], {
             stdio: ['pipe', 'inherit', 'inherit'],
-            env: { ...process.env, [WITH_PARENT]: '1' },
+            // The secret goes by --secret-file: the one in the environment, if any, would clash with it.
+            env: { ...withoutSecret(process.env), [WITH_PARENT]: '1' },
           }),
         )
       }
@@ -342,4 +344,10 @@ export async function runStart(flags: StartFlags): Promise<number> {
     return platform.close()
   }, stopGrace)
   return 0
+}
+
+/** The environment without the cluster secret's variables. */
+function withoutSecret(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { MAGPIE_CLUSTER_SECRET: _secret, MAGPIE_SECRET_FILE: _file, MAGPIE_SECRET: _flag, ...rest } = env
+  return rest
 }

@@ -23,6 +23,7 @@ import {
   HeartbeatAnswer,
   HeldObjects,
   type Moved,
+  type Nudge,
   ObjectMeta,
   RecentTasks,
   RegisterAnswer,
@@ -199,6 +200,10 @@ export class InternalClient {
   async steal(peer: string, body: StealRequest): Promise<StolenCall[]> {
     return read(StealAnswer, await this.#send('POST', this.#url(peer, ROUTES.steal), body), 'steal answer')
       .calls
+  }
+
+  async nudge(peer: string, body: Nudge): Promise<void> {
+    await this.#send('POST', this.#url(peer, ROUTES.nudge), body)
   }
 
   async moved(owner: string, body: Moved): Promise<void> {

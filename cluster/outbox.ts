@@ -17,6 +17,12 @@ export interface OutboxOptions<T> extends BackoffOptions {
   maxItems?: number
   /** How long a destination may fail before what waits for it is given up, in ms (default 30,000). */
   giveUpMs?: number
+  /**
+   * Batches go at most this often, in ms (default 0: each turn of the event
+   * loop): what comes within the window after a batch waits for the next,
+   * so that a steady trickle costs a request per window, not per message.
+   */
+  gatherMs?: number
   now?: () => number
 }
 
@@ -30,7 +36,9 @@ export class Outbox<T> {
   #scheduled = false
   #failures = 0
   #failingSince = 0
+  #lastSent = Number.NEGATIVE_INFINITY
   #retryTimer: ReturnType<typeof setTimeout> | undefined
+  #gatherTimer: ReturnType<typeof setTimeout> | undefined
   #idle: Array<() => void> = []
 
   constructor(options: OutboxOptions<T>) {
@@ -49,11 +57,21 @@ export class Outbox<T> {
         new Error(`more than ${this.#maxItems} messages wait for a destination that fails`),
       )
     }
-    // Everything added in this turn of the event loop goes in one batch.
+    // Everything added in this turn of the event loop (or gathering window) goes in one batch.
     if (!this.#sending && !this.#scheduled && this.#retryTimer === undefined) {
       this.#scheduled = true
-      setImmediate(() => this.#flush())
+      const wait = this.#lastSent + (this.#options.gatherMs ?? 0) - this.#now()
+      if (wait > 0) this.#gatherTimer = setTimeout(() => this.#flush(), wait)
+      else setImmediate(() => this.#flush())
     }
+  }
+
+  /** What waits for the gathering window goes in this turn of the event loop instead (nothing more is coming). */
+  flushSoon(): void {
+    if (this.#gatherTimer === undefined) return
+    clearTimeout(this.#gatherTimer)
+    this.#gatherTimer = undefined
+    setImmediate(() => this.#flush())
   }
 
   /** Resolves once nothing waits (sent or given up). */
@@ -64,6 +82,11 @@ export class Outbox<T> {
 
   /** Gives up what waits, at once, without calling onGiveUp (its destination is known gone and its items settled otherwise). */
   discard(): T[] {
+    if (this.#gatherTimer !== undefined) {
+      clearTimeout(this.#gatherTimer)
+      this.#gatherTimer = undefined
+      this.#scheduled = false
+    }
     clearTimeout(this.#retryTimer)
     this.#retryTimer = undefined
     const items = this.#waiting
@@ -73,6 +96,8 @@ export class Outbox<T> {
   }
 
   #flush(): void {
+    clearTimeout(this.#gatherTimer)
+    this.#gatherTimer = undefined
     this.#scheduled = false
     this.#retryTimer = undefined
     if (this.#sending || this.#waiting.length === 0) {
@@ -82,6 +107,7 @@ export class Outbox<T> {
     const batch = this.#waiting
     this.#waiting = []
     this.#sending = true
+    this.#lastSent = this.#now()
     this.#options.send(batch).then(
       () => {
         this.#failures = 0
@@ -134,6 +160,11 @@ export class Outboxes<T> {
       this.#boxes.set(destination, box)
     }
     box.push(item)
+  }
+
+  /** See Outbox.flushSoon. */
+  flushSoon(destination: string): void {
+    this.#boxes.get(destination)?.flushSoon()
   }
 
   /** What waits for `destination`, taken out unsent. */

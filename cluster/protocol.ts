@@ -37,6 +37,8 @@ export const ROUTES = {
   tasks: '/internal/tasks',
   /** node: a peer with nothing to do asks for work (StealRequest → StealAnswer). */
   steal: '/internal/steal',
+  /** node: a peer has calls queued that it cannot start: come and take some (Nudge). */
+  nudge: '/internal/nudge',
   /** head or node: calls the receiver owns that were stolen from where they were (Moved). */
   moved: '/internal/moved',
   /** node: owners that have copied big results of calls stolen from them (Release). */
@@ -213,7 +215,13 @@ export const CallBatch = z.array(Call)
 export const TaskAnswer = z.object({ accepted: z.array(objectId) })
 
 /** Another node, as the head tells: whom to steal from and where its objects are. */
-export const Peer = z.object({ id: nodeId, address: url, queued: count, cpus: count })
+export const Peer = z.object({
+  id: nodeId,
+  address: url,
+  queued: count,
+  running: count.default(0),
+  cpus: count,
+})
 export type Peer = z.infer<typeof Peer>
 
 export const RegisterRequest = z.object({
@@ -370,6 +378,9 @@ export const StealRequest = z.object({
   resources: resources.default({}),
 })
 export type StealRequest = z.infer<typeof StealRequest>
+/** A node with calls waiting that it cannot start, to an idle peer: `queued` of them. */
+export const Nudge = z.object({ id: nodeId, queued: count })
+export type Nudge = z.infer<typeof Nudge>
 /** A stolen call, and the URL of its owner, to whom its result goes: the head, or the node that made it. */
 export const StolenCall = Call.extend({ owner: url })
 export type StolenCall = z.infer<typeof StolenCall>

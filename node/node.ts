@@ -42,6 +42,8 @@ export const DEFAULT_CALL_OUTPUT_BYTES = 2 ** 20
 
 export interface NodeOptions {
   functions: FunctionCatalog
+  /** Called after each call submitted here has been started or queued (a cluster node nudges idle peers). */
+  submitted?: (() => void) | undefined
   /** What calls wrote, kept for their logs: bytes in all, and age after a call's last line (`--log-retention`). */
   logRetention?: { bytes: number; ageMs: number } | undefined
   /** Whether calls' lines also go to this process's stdout and stderr, prefixed (default true). */
@@ -144,6 +146,7 @@ export class LocalNode {
   readonly #maxCallTimeMs: number | undefined
   readonly #admission: Admission
   /** Whether this node is full, as its threads see it. */
+  readonly #submitted: (() => void) | undefined
   readonly #room: RoomSignal
   /** Calls made by calls running here, by the id of the call that made them: what a recursive cancel reaches. */
   readonly #children = new Map<string, string[]>()
@@ -185,6 +188,7 @@ export class LocalNode {
     this.#actorMade = options.actorMade
     this.#actorCheckpointed = options.actorCheckpointed
     this.#room = new RoomSignal(cpus)
+    this.#submitted = options.submitted
     this.#admission = new Admission(options.admission ?? {}, () => ({
       calls: this.store.unfinished,
       bytes: this.#tasks.waitingBytes,
@@ -382,6 +386,7 @@ export class LocalNode {
     }
     this.#tasks.start(task)
     if (!from) this.#publishRoom()
+    this.#submitted?.()
     return true
   }
 

@@ -56,7 +56,13 @@ export function headRoutes({ registry, backend, client, secret, functions }: Hea
     registry
       .alive()
       .filter((n) => n.id !== id)
-      .map((n) => ({ id: n.id, address: n.address, queued: n.stats.queued, cpus: n.cpus }))
+      .map((n) => ({
+        id: n.id,
+        address: n.address,
+        queued: n.stats.queued,
+        running: n.stats.running,
+        cpus: n.cpus,
+      }))
 
   app.post(ROUTES.register, async (c) => {
     const body = await readBody(c.req, RegisterRequest, 'register')

@@ -33,6 +33,7 @@ import {
   Cancel,
   fromWireArg,
   Moved,
+  Nudge,
   type ObjectMeta,
   Release,
   ROUTES,
@@ -58,6 +59,8 @@ export interface InternalApiOptions {
   steal(thief: StealRequest): StolenCall[]
   /** Owners that have copied big results of calls stolen from them. */
   released(ids: string[]): void
+  /** A peer has calls waiting (Nudge): look for work there now. */
+  nudged(from: Nudge): void
   /** Results of calls a peer stole from here. */
   settled(report: SettledReport): void
   /** Calls of this node's that a thief of them passed on to another. */
@@ -164,6 +167,11 @@ export function internalApi(options: InternalApiOptions): Hono {
   app.post(ROUTES.steal, async (c) =>
     c.json({ calls: options.steal(await readBody(c.req, StealRequest, 'steal')) }),
   )
+
+  app.post(ROUTES.nudge, async (c) => {
+    options.nudged(await readBody(c.req, Nudge, 'nudge'))
+    return c.body(null, 204)
+  })
 
   app.post(ROUTES.release, async (c) => {
     options.released((await readBody(c.req, Release, 'release')).ids)

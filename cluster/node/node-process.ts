@@ -86,9 +86,12 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   const cancelledEarly = new LRUCache<string, true>({ max: MOVED_KEPT })
   /** The other nodes' addresses, by id, as the head last told. */
   const peerAddresses = new Map<string, string>()
+  /** Made once the node listens; calls and nudges may come before. */
+  let thief: Thief | undefined
   const node = new LocalNode({
     id: wantedId,
     functions,
+    submitted: () => thief?.queuedHere(),
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,
@@ -313,6 +316,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     accepted: (id, epoch) => reports.runFor(id, head, epoch),
     movedTo: (id) => moved.get(id),
     steal,
+    nudged: (from) => thief?.nudged(from),
     released: (ids) => {
       for (const id of ids) reports.released(id)
     },
@@ -333,7 +337,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   const server = await listen(app.fetch, options.port ?? 0, host)
   await node.ready()
 
-  const thief = new Thief({
+  thief = new Thief({
     node,
     client,
     resources: options.resources ?? {},
@@ -387,6 +391,10 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     listening: server.url,
     /** Resolves once the head has taken this node in (it keeps trying until then). */
     joined: membership.joined,
+    /** Whether the head knows this node now. */
+    get registered() {
+      return membership.registered
+    },
     node,
     /** Leaves the cluster: queued calls go back to the head, running ones finish, then everything stops. */
     stop(): Promise<void> {

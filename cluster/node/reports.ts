@@ -24,12 +24,23 @@ export interface ReportsOptions {
   self(): { id: string; address: string }
 }
 
+/**
+ * Reports to one owner go at most this often, in ms: a node finishing the
+ * calls it stole one after another sends their owner a request per window,
+ * not per call (each costs both nodes more than a short call). The last of
+ * an owner's calls here goes at once: nothing is held back for the window
+ * when nothing else is coming.
+ */
+const REPORT_GATHER_MS = 50
+
 export class Reports {
   readonly #node: LocalNode
   /** Calls run here for someone else, by id: the URL of their owner, and how to stop listening for their result. */
   readonly #owners = new Map<string, { owner: string; epoch: number; off: () => void }>()
   /** Results of stolen calls kept here for their owner, until it has them. */
   readonly #pinnedForOwner = new Set<string>()
+  /** Calls running here for each owner whose results are yet to come. */
+  readonly #pendingFor = new Map<string, number>()
   readonly #outboxes: Outboxes<Settled>
 
   constructor(options: ReportsOptions) {
@@ -43,15 +54,18 @@ export class Reports {
             return client.report(owner, { node: me.id, address: me.address, objects })
           },
           onGiveUp: (objects, cause) => this.#undeliverable(owner, objects, cause),
+          // Results that settle one after another go together: a request each would cost both nodes more than the calls.
+          gatherMs: REPORT_GATHER_MS,
         }),
     )
   }
 
   /** The call `id` (its owner's placement `epoch` of it) runs here for `owner`: its result is reported there. */
   runFor(id: string, owner: string, epoch: number): void {
-    this.#owners.get(id)?.off()
+    this.forget(id)
     const run = { owner, epoch, off: () => {} }
     this.#owners.set(id, run)
+    this.#pendingFor.set(owner, (this.#pendingFor.get(owner) ?? 0) + 1)
     run.off = this.#node.store.onSettled(id, (entry) => this.#report(id, entry))
   }
 
@@ -74,7 +88,16 @@ export class Reports {
    */
   forget(id: string): void {
     this.#owners.get(id)?.off()
+    this.#forget(id)
+  }
+
+  #forget(id: string): void {
+    const run = this.#owners.get(id)
+    if (!run) return
     this.#owners.delete(id)
+    const left = (this.#pendingFor.get(run.owner) ?? 1) - 1
+    if (left > 0) this.#pendingFor.set(run.owner, left)
+    else this.#pendingFor.delete(run.owner)
   }
 
   /** The owner of a stolen call has copied its big result: the copy here is a copy like any other. */
@@ -89,11 +112,12 @@ export class Reports {
 
   #report(id: string, entry: ObjectEntry | undefined): void {
     const run = this.#owners.get(id)
-    this.#owners.delete(id)
+    this.#forget(id)
     if (!run || !entry) return
     const to = run.owner
     const settled = this.#settledOf(id, entry, run.epoch)
     this.#outboxes.push(to, settled)
+    if (!this.#pendingFor.has(to)) this.#outboxes.flushSoon(to)
     // The ids in a value sent away keep their TTL here.
     if (settled.value !== undefined) this.#node.store.seenInside(id)
     // Once the report carries all of it, this node's copy is not needed.

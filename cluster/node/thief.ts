@@ -2,17 +2,23 @@
  * Stealing between nodes: a node with free CPU slots and nothing queued asks
  * the busiest peer (by the load the head last reported) for work, telling it
  * which big objects it holds already, and runs what it gets.
+ *
+ * An idle cluster costs next to nothing: a node with calls it cannot start
+ * nudges its idle peers (those the head last reported with free slots), at
+ * most every NUDGE_MS, and they come at once; without a nudge, an idle node
+ * asks a peer at random less and less often (PROBE_MS doubling up to
+ * MAX_PROBE_MS), as loads heard from the head are up to a heartbeat old.
  */
 import type { LocalNode } from '../../node/node.ts'
 import type { InternalClient } from '../client.ts'
-import type { Peer, StolenCall } from '../protocol.ts'
+import type { Nudge, Peer, StolenCall } from '../protocol.ts'
 
 export interface ThiefOptions {
   node: LocalNode
   client: InternalClient
   /** Called with the calls just taken, before they run, to route their results. */
   run(calls: StolenCall[]): void
-  /** How often an idle node looks for work, in ms (default 20). */
+  /** How often a node with work about looks for more, in ms (default 20). */
   everyMs?: number
   /** This node's custom resources: it takes only calls it can run. */
   resources: Record<string, number>
@@ -20,48 +26,105 @@ export interface ThiefOptions {
   self(): { id: string; address: string }
 }
 
-/** How often an idle node asks a peer not known to be busy, in ms. */
+/** How often an idle node asks a peer not known to be busy, in ms: at first, and at most, once each probe found nothing. */
 const PROBE_MS = 50
+const MAX_PROBE_MS = 1000
+/** How often a node with calls waiting nudges its idle peers, at most, in ms. */
+const NUDGE_MS = 100
 
 /** Objects of at least this size are worth running next to. */
 const BIG_OBJECT = 64 * 1024
 
 export class Thief {
   readonly #options: ThiefOptions
-  readonly #timer: ReturnType<typeof setInterval>
+  readonly #everyMs: number
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #stopped = false
   #peers: Peer[] = []
   #busy = false
   #lastProbe = 0
+  #probeMs = PROBE_MS
+  #lastNudge = Number.NEGATIVE_INFINITY
 
   constructor(options: ThiefOptions) {
     this.#options = options
-    this.#timer = setInterval(() => this.#tick(), options.everyMs ?? 20)
-    this.#timer.unref()
+    this.#everyMs = options.everyMs ?? 20
+    this.#schedule(this.#everyMs)
   }
 
   setPeers(peers: Peer[]): void {
     this.#peers = peers
+    if (peers.some((p) => p.queued > 0)) this.#schedule(0)
+  }
+
+  /** A peer has calls waiting: look there now. */
+  nudged(from: Nudge): void {
+    const peer = this.#peers.find((p) => p.id === from.id)
+    if (peer) peer.queued = Math.max(peer.queued, from.queued, 1)
+    this.#probeMs = PROBE_MS
+    this.#schedule(0)
+  }
+
+  /** Calls were queued here: if some wait for a slot, idle peers are told to come for them. */
+  queuedHere(): void {
+    const now = performance.now()
+    if (now - this.#lastNudge < NUDGE_MS) return
+    const { queued } = this.#options.node.load
+    if (queued === 0) return
+    this.#lastNudge = now
+    const { id } = this.#options.self()
+    for (const peer of this.#peers) {
+      if (peer.queued > 0 || peer.running >= peer.cpus) continue
+      // A nudge lost is a probe later: nothing to do about it here.
+      this.#options.client.nudge(peer.address, { id, queued }).catch(() => {})
+    }
+  }
+
+  #schedule(ms: number): void {
+    if (this.#stopped) return
+    clearTimeout(this.#timer)
+    this.#timer = setTimeout(() => this.#tick(), ms)
+    this.#timer.unref()
   }
 
   #tick(): void {
+    this.#look()
+    // Often while there is work here or known about; else at the next probe.
+    const load = this.#options.node.load
+    const engaged = this.#busy || load.running > 0 || load.queued > 0 || this.#peers.some((p) => p.queued > 0)
+    this.#schedule(
+      engaged ? this.#everyMs : Math.max(this.#everyMs, this.#lastProbe + this.#probeMs - Date.now()),
+    )
+  }
+
+  #look(): void {
     const { node } = this.#options
     if (this.#busy) return
     const load = node.load
+    // Work here means work may be about: probe soon again once idle.
+    if (load.running > 0) this.#probeMs = PROBE_MS
     if (load.queued > 0 || load.running >= node.cpus) return
     let victim = this.#peers.filter((p) => p.queued > 0).sort((a, b) => b.queued - a.queued)[0]
+    let probe = false
     if (!victim) {
       // Loads are as old as the last heartbeat: now and then ask a peer at random anyway.
-      if (this.#peers.length === 0 || Date.now() - this.#lastProbe < PROBE_MS) return
+      if (this.#peers.length === 0 || Date.now() - this.#lastProbe < this.#probeMs) return
       this.#lastProbe = Date.now()
       victim = this.#peers[Math.floor(Math.random() * this.#peers.length)] as Peer
+      probe = true
     }
     this.#busy = true
-    this.#steal(victim).finally(() => {
+    void this.#steal(victim).then((got) => {
       this.#busy = false
+      if (got > 0) this.#probeMs = PROBE_MS
+      else if (probe) this.#probeMs = Math.min(MAX_PROBE_MS, this.#probeMs * 2)
+      // More may be there: look again at once.
+      if (got > 0) this.#schedule(0)
     })
   }
 
-  async #steal(victim: Peer): Promise<void> {
+  /** Asks `victim` for calls and runs them; how many it got (0 if it could not be asked). */
+  async #steal(victim: Peer): Promise<number> {
     const { node, client } = this.#options
     try {
       const calls = await client.steal(victim.address, {
@@ -73,16 +136,19 @@ export class Thief {
       if (calls.length === 0) {
         // Its queue emptied since the head last heard: do not ask again before the next report.
         victim.queued = 0
-        return
+        return 0
       }
       this.#options.run(calls)
+      return calls.length
     } catch {
       // Gone or busy: the next heartbeat says whether it is still there.
       victim.queued = 0
+      return 0
     }
   }
 
   stop(): void {
-    clearInterval(this.#timer)
+    this.#stopped = true
+    clearTimeout(this.#timer)
   }
 }

@@ -95,4 +95,42 @@ describe('Outbox', () => {
     expect(given).toEqual([[1]])
     await box.drained()
   })
+
+  it('with gatherMs, sends the first at once, then what comes within the window together', async () => {
+    const batches: Array<{ at: number; items: number[] }> = []
+    const started = performance.now()
+    const box = new Outbox<number>({
+      gatherMs: 60,
+      send: async (items) => void batches.push({ at: performance.now() - started, items }),
+      onGiveUp: () => {},
+    })
+    box.push(1)
+    await tick(5)
+    box.push(2)
+    await tick(10)
+    box.push(3)
+    await tick(100)
+    expect(batches.map((b) => b.items)).toEqual([[1], [2, 3]])
+    expect(batches[0]?.at).toBeLessThan(30)
+    expect(batches[1]?.at).toBeGreaterThanOrEqual(55)
+    await box.drained()
+  })
+
+  it('sends what waits for the window at once when told nothing more is coming (flushSoon)', async () => {
+    const batches: number[][] = []
+    const box = new Outbox<number>({
+      gatherMs: 10_000,
+      send: async (b) => void batches.push(b),
+      onGiveUp: () => {},
+    })
+    box.push(1)
+    await tick(5)
+    box.push(2)
+    box.push(3)
+    await tick(20)
+    expect(batches).toEqual([[1]])
+    box.flushSoon()
+    await box.drained()
+    expect(batches).toEqual([[1], [2, 3]])
+  })
 })
