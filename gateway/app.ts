@@ -3,7 +3,7 @@
  * and one error handler that turns every failure into the JSON error of the contract.
  */
 import type { ServerResponse } from 'node:http'
-import { Hono, type MiddlewareHandler } from 'hono'
+import { type Context, Hono, type MiddlewareHandler, type Next } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { cors } from 'hono/cors'
 import { HTTPException } from 'hono/http-exception'
@@ -17,7 +17,7 @@ import { ID_HEADER } from '../sdk/codec.ts'
 import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
 import { adminToken, bearerToken } from './auth.ts'
 import { createMetrics, type RequestObserver } from './metrics.ts'
-import { openApiDocument, validateRoutes } from './openapi.ts'
+import { openApiDocument, routeChecker } from './openapi.ts'
 import type { FunctionRegistry } from './registry/registry.ts'
 import { actorRoutes } from './routes/actors.ts'
 import { dashboardRoutes } from './routes/dashboard.ts'
@@ -56,7 +56,7 @@ export const DEFAULT_MAX_BODY = 64 * 1024 * 1024
  * (Node's parser holds the body to it); only chunked bodies are counted as
  * they stream, by Hono's bodyLimit, which costs a stream wrapper per request.
  */
-function limitBody(maxBytes: number): MiddlewareHandler {
+function bodyLimiter(maxBytes: number): (c: Context, next: Next) => Promise<void> {
   const tooLarge = () => new PayloadTooLargeError(`the body is over the limit of ${maxBytes} bytes`)
   const chunked = bodyLimit({
     maxSize: maxBytes,
@@ -64,36 +64,71 @@ function limitBody(maxBytes: number): MiddlewareHandler {
       throw tooLarge()
     },
   })
-  return async function limitBodySize(c, next) {
+  return async (c, next) => {
     const length = c.req.header('content-length')
     if (length !== undefined) {
       if (Number(length) > maxBytes) throw tooLarge()
       return next()
     }
     if (c.req.header('transfer-encoding') === undefined) return next()
-    return chunked(c, next)
+    await chunked(c, next)
   }
 }
 
 /** Routes asked of often, by machines: logged at debug, not info. */
 const QUIET_ROUTES = /^\/(internal\/|healthz$|readyz$|metrics$)/
 
+interface EveryRequestOptions {
+  maxBodyBytes: number
+  /** Answers what a check threw, as the app's error handler does. */
+  onError(err: Error): Response
+  observe?: RequestObserver | undefined
+  /** Hono's CORS middleware, when pages of other origins may call: before the token (a preflight carries none). */
+  cors?: MiddlewareHandler | undefined
+  /** The token's guard of /v1. */
+  auth?: MiddlewareHandler | undefined
+}
+
 /**
- * One log line per request, once its answer is sent: method, route pattern
- * (never the path's ids nor its query, where a secret could be), status,
- * duration and bytes sent (headers included); and its duration to
- * `observe` (the metrics' histogram).
+ * What every request goes through, in one step of Hono's chain (each step
+ * costs a request some microseconds), in this order: CORS, the body limit
+ * and the token under /v1, the check of its route's path parameters and
+ * query (openapi.ts); then, once its answer is sent, one log line (method,
+ * route pattern, never the path's ids nor its query, where a secret could
+ * be; status, duration, and bytes sent, headers included) and its duration
+ * to `observe` (the metrics' histogram). A check that fails is answered by
+ * `onError`, as any error is, and logged the same.
  */
-function accessLog(observe?: RequestObserver): MiddlewareHandler {
-  return async function logRequest(c, next) {
+function everyRequest(options: EveryRequestOptions): MiddlewareHandler {
+  const { onError, observe, cors, auth } = options
+  const limitBody = bodyLimiter(options.maxBodyBytes)
+  const checkRoute = routeChecker()
+  return async function gatewayRequest(c, next) {
     const started = performance.now()
     const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing
     const socket = outgoing?.socket
     const before = socket?.bytesWritten ?? 0
-    await next()
+    const route = routePath(c, -1)
+    const v1 = c.req.path.startsWith('/v1/')
+    const checked = async () => {
+      checkRoute(c, c.req.method, route)
+      await next()
+    }
+    const guarded = v1 && auth ? async () => void (await auth(c, checked)) : checked
+    const handled = async () => {
+      try {
+        await (v1 ? limitBody(c, guarded) : guarded())
+      } catch (err) {
+        c.res = onError(err as Error)
+      }
+    }
+    if (cors) {
+      // A preflight is answered here, without going on; other answers get their headers, errors too.
+      const answer = await cors(c, handled)
+      if (answer) c.res = answer
+    } else await handled()
     const done = () => {
       const seconds = (performance.now() - started) / 1000
-      const route = routePath(c, -1)
       const status = c.res.status
       observe?.(c.req.method, route, status, seconds)
       const logger = log()
@@ -108,32 +143,48 @@ function accessLog(observe?: RequestObserver): MiddlewareHandler {
   }
 }
 
+/** The JSON error of the contract for whatever a request threw. */
+function errorAnswer(err: Error): Response {
+  if (err instanceof MagpieError) {
+    const headers: Record<string, string> =
+      err.code === 'QUEUE_FULL' ? { 'retry-after': String(RETRY_AFTER_S) } : {}
+    return errorResponse(serializeError(err), headers)
+  }
+  if (err instanceof HTTPException) {
+    const code = err.status === 401 ? 'UNAUTHORIZED' : err.status === 403 ? 'FORBIDDEN' : 'BAD_REQUEST'
+    return errorResponse({ code, message: err.message || 'bad request' })
+  }
+  // A client that went away mid-request is nobody's error: there is no one to answer.
+  if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') log().error({ err }, 'request failed')
+  return errorResponse({ code: 'INTERNAL', message: 'internal error' })
+}
+
 export function createGatewayApp(options: GatewayAppOptions): Hono {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY
   const app = new Hono()
 
   const metrics = createMetrics(options.backend)
-  app.use('*', accessLog(metrics.observeRequest))
-  // Before the token: a browser's preflight carries none.
-  if (options.cors && options.cors.length > 0) {
-    const origins = [...options.cors]
-    app.use(
-      '*',
-      cors({
-        origin: origins.includes('*') ? '*' : origins,
-        allowMethods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
-        allowHeaders: ['Authorization', 'Content-Type', ID_HEADER],
-        exposeHeaders: [ID_HEADER, 'Location', 'Retry-After'],
-        maxAge: 600,
-      }),
-    )
-  }
-  app.use('/v1/*', limitBody(maxBodyBytes))
-  if (options.token) app.use('/v1/*', bearerToken(options.token, options.adminToken))
+  const origins = options.cors && options.cors.length > 0 ? [...options.cors] : undefined
+  app.use(
+    '*',
+    everyRequest({
+      maxBodyBytes,
+      onError: errorAnswer,
+      observe: metrics.observeRequest,
+      cors: origins
+        ? cors({
+            origin: origins.includes('*') ? '*' : origins,
+            allowMethods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
+            allowHeaders: ['Authorization', 'Content-Type', ID_HEADER],
+            exposeHeaders: [ID_HEADER, 'Location', 'Retry-After'],
+            maxAge: 600,
+          })
+        : undefined,
+      auth: options.token ? bearerToken(options.token, options.adminToken) : undefined,
+    }),
+  )
   if (options.token && !options.metricsPublic) app.use('/metrics', bearerToken(options.token))
 
-  // Path parameters and queries, checked with the routes' schemas (openapi.ts) before any handler.
-  validateRoutes(app)
   app.get('/openapi.json', (c) => c.json(openApiDocument(packageVersion())))
   if (options.internal) app.route('/', options.internal)
   app.route('/', healthRoutes(options.backend, metrics))
@@ -152,19 +203,6 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
   app.route('/v1', secretRoutes(options.secrets, options.backend, adminToken(options.adminToken)))
 
   app.notFound((c) => errorResponse({ code: 'NOT_FOUND', message: `no route ${c.req.method} ${c.req.path}` }))
-  app.onError(function magpieErrorHandler(err) {
-    if (err instanceof MagpieError) {
-      const headers: Record<string, string> =
-        err.code === 'QUEUE_FULL' ? { 'retry-after': String(RETRY_AFTER_S) } : {}
-      return errorResponse(serializeError(err), headers)
-    }
-    if (err instanceof HTTPException) {
-      const code = err.status === 401 ? 'UNAUTHORIZED' : err.status === 403 ? 'FORBIDDEN' : 'BAD_REQUEST'
-      return errorResponse({ code, message: err.message || 'bad request' })
-    }
-    // A client that went away mid-request is nobody's error: there is no one to answer.
-    if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') log().error({ err }, 'request failed')
-    return errorResponse({ code: 'INTERNAL', message: 'internal error' })
-  })
+  app.onError(errorAnswer)
   return app
 }

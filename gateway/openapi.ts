@@ -4,7 +4,8 @@
  * (`validateRoutes`), and which, with the bodies' and answers' schemas, make
  * the OpenAPI document served at `GET /openapi.json`.
  */
-import type { Hono, MiddlewareHandler } from 'hono'
+import type { Context } from 'hono'
+import { matchedRoutes } from 'hono/route'
 import { z } from 'zod'
 import { BadRequestError } from '../sdk/errors.ts'
 import { MAX_WAIT_S } from './http-input.ts'
@@ -318,21 +319,43 @@ export function openApiDocument(version: string): Record<string, unknown> {
   }
 }
 
-/** Checks each public route's path parameters and query with its schemas, before its handler: 400 naming what is wrong. */
-export function validateRoutes(app: Hono): void {
+/**
+ * A check of a request's path parameters and query with its route's schemas
+ * (the route it matched, by method and pattern): throws a 400 naming what is
+ * wrong. One lookup, not a middleware per route, which would cost every
+ * request a step through Hono's middleware chain.
+ */
+export function routeChecker(): (c: Context, method: string, pattern: string) => void {
+  const checks = new Map<string, { params?: z.ZodType; query?: z.ZodType }>()
   for (const r of PUBLIC_ROUTES) {
-    if (!r.params && !r.query) continue
-    const check: MiddlewareHandler = async (c, next) => {
-      for (const [schema, input] of [
-        [r.params, c.req.param()],
-        [r.query, c.req.query()],
-      ] as const) {
-        const parsed = schema?.safeParse(input)
-        if (parsed && !parsed.success)
-          throw new BadRequestError(parsed.error.issues[0]?.message ?? 'bad request')
-      }
-      await next()
+    if (r.params || r.query) checks.set(`${r.method.toUpperCase()} ${r.path}`, r)
+  }
+  return (c, method, pattern) => {
+    // Hono answers HEAD with the GET route.
+    const r = checks.get(`${method === 'HEAD' ? 'GET' : method} ${pattern}`)
+    if (!r) return
+    for (const [schema, input] of [
+      [r.params, r.params && paramsOfRoute(c)],
+      [r.query, r.query && c.req.query()],
+    ] as const) {
+      const parsed = schema?.safeParse(input)
+      if (parsed && !parsed.success)
+        throw new BadRequestError(parsed.error.issues[0]?.message ?? 'bad request')
     }
-    app.on(r.method.toUpperCase(), r.path, check)
+  }
+}
+
+/**
+ * The path parameters of the route a request matched (the last of Hono's
+ * matched handlers), read from a middleware before it: Hono reads them for
+ * the handler at `routeIndex`, which it sets before calling each handler.
+ */
+function paramsOfRoute(c: Context): Record<string, string> {
+  const at = c.req.routeIndex
+  c.req.routeIndex = matchedRoutes(c).length - 1
+  try {
+    return c.req.param()
+  } finally {
+    c.req.routeIndex = at
   }
 }

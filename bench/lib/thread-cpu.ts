@@ -27,10 +27,19 @@ function threadMs(pid: number, tid: string): number {
   }
 }
 
+/** The threads of a process (none if it has ended). */
+function threadsOf(pid: number): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return []
+  }
+}
+
 export function processCpu(pid: number): ProcessCpu {
   let main = 0
   let others = 0
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+  for (const tid of threadsOf(pid)) {
     if (Number(tid) === pid) main += threadMs(pid, tid)
     else others += threadMs(pid, tid)
   }
@@ -40,7 +49,7 @@ export function processCpu(pid: number): ProcessCpu {
 /** The process `pid` and its descendants (a head and the node processes it started), each with its CPU. */
 export function processTreeCpu(pid: number): ProcessCpu[] {
   const out = [processCpu(pid)]
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+  for (const tid of threadsOf(pid)) {
     let children = ''
     try {
       children = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8')

@@ -25,6 +25,18 @@ function socketResponse(c: Context | undefined): ServerResponse | undefined {
   return outgoing instanceof ServerResponse && !outgoing.headersSent ? outgoing : undefined
 }
 
+/**
+ * Headers for an answer written straight to the socket: those middleware set
+ * on the context (CORS's, for one), then the answer's own.
+ */
+function withContextHeaders(c: Context, headers: Record<string, string>): Record<string, string> {
+  const all: Record<string, string> = {}
+  c.res.headers.forEach((value, key) => {
+    all[key] = value
+  })
+  return Object.assign(all, headers)
+}
+
 /** A response with bytes streamed from part of an open file, which it closes. */
 export function fileResponse(
   c: Context | undefined,
@@ -51,8 +63,8 @@ export function streamResponse(
   headers: Record<string, string>,
 ): Response {
   const outgoing = socketResponse(c)
-  if (outgoing) {
-    outgoing.writeHead(200, headers)
+  if (outgoing && c) {
+    outgoing.writeHead(200, withContextHeaders(c, headers))
     stream.pipe(outgoing)
     stream.on('error', () => outgoing.destroy())
     outgoing.on('close', () => stream.destroy())
@@ -75,8 +87,8 @@ export function bytesResponse(
 ): Response {
   const all = { 'content-type': BYTES_TYPE, 'content-length': String(bytes.byteLength), ...headers }
   const outgoing = socketResponse(c)
-  if (outgoing) {
-    outgoing.writeHead(200, all)
+  if (outgoing && c) {
+    outgoing.writeHead(200, withContextHeaders(c, all))
     outgoing.end(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
     return RESPONSE_ALREADY_SENT
   }
@@ -153,7 +165,7 @@ export function linesResponse(
   }
   const outgoing = socketResponse(c)
   if (outgoing) {
-    outgoing.writeHead(200, headers)
+    outgoing.writeHead(200, withContextHeaders(c, headers))
     emit = (text) => {
       outgoing.write(text)
     }
