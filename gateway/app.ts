@@ -10,7 +10,7 @@ import { HTTPException } from 'hono/http-exception'
 import { routePath } from 'hono/route'
 import { RETRY_AFTER_S } from '../node/admission.ts'
 import type { Backend } from '../node/backend.ts'
-import { errorResponse } from '../node/http/responses.ts'
+import { errorResponse, keepSentAnswer } from '../node/http/responses.ts'
 import { log } from '../node/log.ts'
 import { packageVersion } from '../node/version.ts'
 import { ID_HEADER } from '../sdk/codec.ts'
@@ -126,6 +126,7 @@ function everyRequest(options: EveryRequestOptions): MiddlewareHandler {
       // A preflight is answered here, without going on; other answers get their headers, errors too.
       const answer = await cors(c, handled)
       if (answer) c.res = answer
+      keepSentAnswer(c)
     } else await handled()
     const done = () => {
       const seconds = (performance.now() - started) / 1000

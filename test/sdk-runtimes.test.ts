@@ -36,7 +36,10 @@ beforeAll(async () => {
       const square = mp.remote('square')
       try {
         const values = await mp.get([1, 2, 3].map((x) => square.remote(x)))
-        document.title = 'done ' + JSON.stringify(values)
+        // Answers written straight to the socket carry CORS's headers too: a stream still open, and bytes.
+        const [slept] = await mp.get([mp.remote('sleep').remote(300)])
+        const bytes = await mp.get(await mp.put(new Uint8Array([7, 8, 9])))
+        document.title = 'done ' + JSON.stringify(values) + ' ' + slept + ' ' + Array.from(bytes).join(',')
       } catch (err) {
         document.title = 'failed ' + err.message
       }
@@ -112,7 +115,7 @@ describe('the SDK in every runtime', () => {
       const tab = await browser.newPage()
       await tab.goto(`${pageOrigin}/?url=${encodeURIComponent(ctx.url)}&token=${TOKEN}`)
       await tab.waitForFunction(() => document.title !== '', undefined, { timeout: 20_000 })
-      expect(await tab.title()).toBe('done [1,4,9]')
+      expect(await tab.title()).toBe('done [1,4,9] 300 7,8,9')
     } finally {
       await browser.close()
     }

@@ -27,14 +27,32 @@ function socketResponse(c: Context | undefined): ServerResponse | undefined {
 
 /**
  * Headers for an answer written straight to the socket: those middleware set
- * on the context (CORS's, for one), then the answer's own.
+ * on the context (CORS's, for one), then the answer's own. The context's
+ * answer becomes RESPONSE_ALREADY_SENT at once (set after `undefined`, so
+ * that Hono does not merge the two into a new response, which
+ * @hono/node-server would try to write again).
  */
 function withContextHeaders(c: Context, headers: Record<string, string>): Record<string, string> {
   const all: Record<string, string> = {}
   c.res.headers.forEach((value, key) => {
     all[key] = value
   })
+  c.res = undefined as unknown as Response
+  c.res = RESPONSE_ALREADY_SENT
   return Object.assign(all, headers)
+}
+
+/**
+ * After every middleware has had its say: an answer a handler wrote straight
+ * to the socket stays RESPONSE_ALREADY_SENT, whatever a middleware did to the
+ * context's response after it (Hono's CORS adds a Vary header, which makes
+ * a new response that @hono/node-server would write again).
+ */
+export function keepSentAnswer(c: Context): void {
+  const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing
+  if (!(outgoing instanceof ServerResponse) || !outgoing.headersSent) return
+  c.res = undefined as unknown as Response
+  c.res = RESPONSE_ALREADY_SENT
 }
 
 /** A response with bytes streamed from part of an open file, which it closes. */
