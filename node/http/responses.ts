@@ -133,21 +133,28 @@ export interface LineSink {
   readonly aborted: Promise<void>
 }
 
+/** How long a stream's text may wait to go with what follows: a hundredth of the time it has been open, within these bounds (ms). */
+const GATHER_SHARE = 0.01
+const GATHER_MIN_MS = 2
+const GATHER_MAX_MS = 50
+
 /**
  * A 200 whose body is text written by `run` as it comes, ended when `run`
  * returns. Text written close together goes out in one write: the first at
- * once, then at most one write per `gatherMs`, so that a stream of many small
- * results costs the server and its client a write and a read per few lines,
- * not per line (each write to a socket costs the sender tens of microseconds
- * of system time). On Node's server it is written to the socket directly,
- * without the web streams a Response body goes through.
+ * once, then at most one write per window, a hundredth of the time the
+ * stream has been open (2 to 50 ms), so that a stream of many small results
+ * costs the server and its client a write and a read per few lines, not per
+ * line (each write to a socket costs the sender tens of microseconds of
+ * system time), and what waits for the last lines waits at most 1% longer.
+ * On Node's server it is written to the socket directly, without the web
+ * streams a Response body goes through.
  */
 export function linesResponse(
   c: Context,
   headers: Record<string, string>,
   run: (out: LineSink) => Promise<void>,
-  gatherMs = 10,
 ): Response {
+  const opened = performance.now()
   let pending: string[] = []
   let lastWrite = Number.NEGATIVE_INFINITY
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -171,7 +178,9 @@ export function linesResponse(
     write(text) {
       pending.push(text)
       if (timer !== undefined || immediate !== undefined) return
-      const wait = lastWrite + gatherMs - performance.now()
+      const now = performance.now()
+      const gatherMs = Math.min(GATHER_MAX_MS, Math.max(GATHER_MIN_MS, (now - opened) * GATHER_SHARE))
+      const wait = lastWrite + gatherMs - now
       if (wait <= 0) immediate = setImmediate(flush)
       else timer = setTimeout(flush, wait)
     },
