@@ -70,7 +70,9 @@ export async function runBuild(root, { prebuilt = false } = {}) {
     format: 'esm',
     target: 'node20',
     packages: 'external',
-    sourcemap: 'inline',
+    // Beside the code, not in it: a process parses its code at every start, and the map
+    // is read only by a Node started with --enable-source-maps.
+    sourcemap: 'linked',
     write: false,
     logLevel: 'warning',
   })
@@ -97,6 +99,7 @@ export async function runBuild(root, { prebuilt = false } = {}) {
     const staged = `${index}.${process.pid}.tmp`
     writeFileSync(staged, JSON.stringify({ fingerprint: seen, dir: name, ...(prebuilt ? { prebuilt } : {}) }))
     renameSync(staged, index)
+    dropOldBuilds(join(root, 'dist'), name)
   } catch (err) {
     if (err.code !== 'EACCES' && err.code !== 'EROFS' && err.code !== 'EPERM') throw err
     throw new Error(
@@ -105,4 +108,16 @@ export async function runBuild(root, { prebuilt = false } = {}) {
     )
   }
   return dir
+}
+
+/** Builds kept beside the newest: a platform started before a rebuild still runs its own (its threads load it). */
+const KEPT_BUILDS = 8
+
+/** Removes all but the newest builds of a clone (each source change makes one). */
+function dropOldBuilds(dist, current) {
+  const builds = readdirSync(dist)
+    .filter((name) => /^run-[0-9a-f]{12}$/.test(name) && name !== current)
+    .map((name) => ({ name, at: statSync(join(dist, name)).mtimeMs }))
+    .sort((a, b) => b.at - a.at)
+  for (const { name } of builds.slice(KEPT_BUILDS)) rmSync(join(dist, name), { recursive: true, force: true })
 }
