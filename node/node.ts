@@ -44,6 +44,8 @@ export interface NodeOptions {
   functions: FunctionCatalog
   /** Called after each call submitted here has been started or queued (a cluster node nudges idle peers). */
   submitted?: (() => void) | undefined
+  /** Called after each call that ran here settled (a cluster node looks for more work when a thread is free). */
+  finished?: (() => void) | undefined
   /** What calls wrote, kept for their logs: bytes in all, and age after a call's last line (`--log-retention`). */
   logRetention?: { bytes: number; ageMs: number } | undefined
   /** Whether calls' lines also go to this process's stdout and stderr, prefixed (default true). */
@@ -241,6 +243,7 @@ export class LocalNode {
         const state = ok ? 'finished' : error?.code === 'TASK_CANCELLED' ? 'cancelled' : 'failed'
         this.recentTasks.settled(task.id, task.fn, state, task.startedAt, error)
         if (task.actor) this.actors.settled(task, ok)
+        options.finished?.()
       },
     })
     const requests = new WorkerRequests({

@@ -92,6 +92,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
     id: wantedId,
     functions,
     submitted: () => thief?.queuedHere(),
+    finished: () => thief?.freed(),
     ...(options.cpus === undefined ? {} : { cpus: options.cpus }),
     ...(options.objectStoreMemory === undefined ? {} : { objectStoreMemory: options.objectStoreMemory }),
     maxCallTimeMs: options.maxCallTimeMs,

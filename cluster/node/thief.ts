@@ -31,6 +31,8 @@ const PROBE_MS = 50
 const MAX_PROBE_MS = 1000
 /** How often a node with calls waiting nudges its idle peers, at most, in ms. */
 const NUDGE_MS = 100
+/** How often a node whose threads are all busy looks, in ms: a call ending there makes it look at once (freed). */
+const FULL_MS = 200
 
 /** Objects of at least this size are worth running next to. */
 const BIG_OBJECT = 64 * 1024
@@ -45,6 +47,7 @@ export class Thief {
   #lastProbe = 0
   #probeMs = PROBE_MS
   #lastNudge = Number.NEGATIVE_INFINITY
+  #freedQueued = false
 
   constructor(options: ThiefOptions) {
     this.#options = options
@@ -63,6 +66,18 @@ export class Thief {
     if (peer) peer.queued = Math.max(peer.queued, from.queued, 1)
     this.#probeMs = PROBE_MS
     this.#schedule(0)
+  }
+
+  /** A call here ended: once this turn is over, if a thread is free and nothing waits here, look for work at once. */
+  freed(): void {
+    if (this.#freedQueued) return
+    this.#freedQueued = true
+    setImmediate(() => {
+      this.#freedQueued = false
+      const { node } = this.#options
+      const load = node.load
+      if (!this.#busy && load.queued === 0 && load.running < node.cpus) this.#schedule(0)
+    })
   }
 
   /** Calls were queued here: if some wait for a slot, idle peers are told to come for them. */
@@ -89,11 +104,18 @@ export class Thief {
 
   #tick(): void {
     this.#look()
-    // Often while there is work here or known about; else at the next probe.
-    const load = this.#options.node.load
-    const engaged = this.#busy || load.running > 0 || load.queued > 0 || this.#peers.some((p) => p.queued > 0)
+    // Seldom while every thread here is busy (a call ending calls freed); often while there
+    // is work here or known about; else at the next probe.
+    const { node } = this.#options
+    const load = node.load
+    const full = load.queued > 0 || load.running >= node.cpus
+    const engaged = this.#busy || load.running > 0 || this.#peers.some((p) => p.queued > 0)
     this.#schedule(
-      engaged ? this.#everyMs : Math.max(this.#everyMs, this.#lastProbe + this.#probeMs - Date.now()),
+      full
+        ? FULL_MS
+        : engaged
+          ? this.#everyMs
+          : Math.max(this.#everyMs, this.#lastProbe + this.#probeMs - Date.now()),
     )
   }
 

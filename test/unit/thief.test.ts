@@ -89,6 +89,23 @@ describe('an idle node', () => {
   })
 })
 
+describe('a node whose threads are busy', () => {
+  it('looks for work as soon as a call ends, not at its next tick', async () => {
+    vi.useFakeTimers()
+    const { client, steals } = fakeClient()
+    const node = fakeNode({ running: 1, queued: 0 })
+    const t = thief(node, client)
+    t.setPeers([peer('a', { queued: 5, running: 1 })])
+    await vi.advanceTimersByTimeAsync(1000)
+    // Busy: it does not ask, and looks seldom.
+    expect(steals).toEqual([])
+    node.load.running = 0
+    t.freed()
+    await vi.advanceTimersByTimeAsync(1)
+    expect(steals).toEqual(['http://a'])
+  })
+})
+
 describe('a node with calls waiting', () => {
   it('nudges the peers last seen idle, at most every 100 ms', async () => {
     vi.useFakeTimers()
