@@ -9,7 +9,6 @@ import { createHash } from 'node:crypto'
 import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { dirname, join, relative, resolve, sep } from 'node:path'
-import { glob } from 'tinyglobby'
 import { connect } from '../sdk/connect.ts'
 import { ProgressBar } from '../sdk/progress.ts'
 
@@ -69,6 +68,7 @@ export async function runMap(
     throw new Error('--concurrency must be a positive integer')
   }
   const cwd = process.cwd()
+  const { glob } = await import('tinyglobby')
   const files = (await glob(options.inputs, { cwd, onlyFiles: true, absolute: true })).sort()
   if (files.length === 0) throw new Error(`no files match ${options.inputs.join(' ')}`)
   const out = resolve(options.out)

@@ -5,8 +5,10 @@
  * write is theirs, on stdout and in their logs (see log-printer.ts).
  * Nothing here is ever handed a token or the cluster secret.
  */
+
+import { createRequire } from 'node:module'
 import pino, { type Logger } from 'pino'
-import pretty from 'pino-pretty'
+import type PinoPretty from 'pino-pretty'
 
 export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent'
 export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']
@@ -22,8 +24,14 @@ const WRITE_BYTES = 8192
 const FLUSH_MS = 200
 
 function make(level: LogLevel): Logger {
+  // pino-pretty is loaded only for a terminal: a platform logging JSON, or a node, never loads it.
   const destination = process.stderr.isTTY
-    ? pretty({ destination: 2, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    ? (createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty)({
+        destination: 2,
+        colorize: true,
+        translateTime: 'SYS:HH:MM:ss.l',
+        ignore: 'pid,hostname',
+      })
     : pino.destination({
         fd: 2,
         sync: false,

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build, type Plugin, stop } from 'esbuild'
+import type { Plugin } from 'esbuild'
 
 export const ENTRY_NAMES = ['index.ts', 'index.mts', 'index.js', 'index.mjs'] as const
 
@@ -56,8 +56,14 @@ export interface Bundle {
   version: string
 }
 
+/** Whether this process has bundled anything (and so started esbuild's service). */
+let bundled = false
+
 /** Bundles the folder's entry; throws esbuild's message if it does not build. */
 export async function bundleFunction(entry: string): Promise<Bundle> {
+  // Loaded when first needed: a node, or any command but start, never bundles.
+  const { build } = await import('esbuild')
+  bundled = true
   const result = await build({
     entryPoints: [entry],
     bundle: true,
@@ -87,5 +93,7 @@ export function versionOf(code: string): string {
  * bundle starts it again.
  */
 export async function stopBundler(): Promise<void> {
+  if (!bundled) return
+  const { stop } = await import('esbuild')
   await stop()
 }
