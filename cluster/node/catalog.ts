@@ -6,7 +6,7 @@
  * bundle folder: the latest ones as soon as they are deployed, any other
  * (a call pinned to an older version) when such a call comes.
  */
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { CatalogEntry, FunctionCatalog } from '../../node/task.ts'
@@ -36,7 +36,8 @@ export class RemoteCatalog implements FunctionCatalog {
   #latest = new Map<string, string>()
   /** The versions this node has, by `name@version`. */
   readonly #loaded = new Map<string, CatalogEntry>()
-  readonly #loading = new Map<string, Promise<boolean>>()
+  /** Versions being fetched now, so that two asks of one version (a call's, the list's) write its file once. */
+  readonly #fetching = new Map<string, Promise<boolean>>()
   readonly #listeners = new Set<() => void>()
   #revision = -1
   /** The latest revision the head has announced. */
@@ -56,13 +57,7 @@ export class RemoteCatalog implements FunctionCatalog {
   ensure(ref: string): Promise<boolean> {
     const exact = ref.includes('@') ? ref : this.#latest.get(ref)
     if (exact === undefined) return Promise.resolve(false)
-    if (this.#loaded.has(exact)) return Promise.resolve(true)
-    let loading = this.#loading.get(exact)
-    if (!loading) {
-      loading = this.#fetch(exact).finally(() => this.#loading.delete(exact))
-      this.#loading.set(exact, loading)
-    }
-    return loading
+    return this.#fetch(exact)
   }
 
   /** The functions whose latest version this node has: what functions here may call by name. */
@@ -129,13 +124,30 @@ export class RemoteCatalog implements FunctionCatalog {
     }
   }
 
-  async #fetch(ref: string): Promise<boolean> {
-    if (this.#loaded.has(ref)) return true
+  /**
+   * Fetches a version's code once, however many ask at once (a heartbeat's
+   * refresh and a call that needs it): a second write of the same file, while
+   * a thread imports the first, would have it import an empty module.
+   */
+  #fetch(ref: string): Promise<boolean> {
+    if (this.#loaded.has(ref)) return Promise.resolve(true)
+    let fetching = this.#fetching.get(ref)
+    if (!fetching) {
+      fetching = this.#fetchOnce(ref).finally(() => this.#fetching.delete(ref))
+      this.#fetching.set(ref, fetching)
+    }
+    return fetching
+  }
+
+  async #fetchOnce(ref: string): Promise<boolean> {
     const found = await this.#ask(ref)
     if (!found) return false
     await mkdir(this.#o.bundleDir, { recursive: true })
     const file = join(this.#o.bundleDir, `${ref.replace('@', '-')}.mjs`)
-    await writeFile(file, found.code)
+    // Written aside and renamed into place: a thread never imports half a file.
+    const staging = `${file}.${process.pid}.tmp`
+    await writeFile(staging, found.code)
+    await rename(staging, file)
     this.#loaded.set(ref, { ref, url: pathToFileURL(file).href, config: found.config, env: envOf(found.env) })
     return true
   }
