@@ -17,14 +17,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
-import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { GROUPS, SOURCES, samplesOf, totalWorkMs } from '../functions/_lib/seed.ts'
 import { type Client, connect, type ObjectRef } from '../sdk/index.ts'
-import { ROOT, readCounter, startPlatformProcess } from './lib/platform-process.ts'
+import { ROOT, readCounter, spawnStart, startPlatformProcess } from './lib/platform-process.ts'
 import { cpuSince, type ProcessCpu, processTreeCpu } from './lib/thread-cpu.ts'
 
 type Row = { key: number; count: number; sum: number }
@@ -247,12 +246,7 @@ interface LateNode {
 
 /** A node process joining the head at `url` now (`magpie start --join`), as an autoscaler would add one. */
 function joinNode(url: string): LateNode {
-  const child = spawn(
-    process.execPath,
-    [resolve(ROOT, 'bin/magpie.mjs'), 'start', '--join', url, '--cpus', String(cpusPerNode), '--port', '0'],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-  )
-  process.once('exit', () => child.kill('SIGKILL'))
+  const { child, stop } = spawnStart(['--join', url, '--cpus', String(cpusPerNode), '--port', '0'])
   let joinedAt: number | undefined
   let output = ''
   child.stdout?.on('data', (chunk: Buffer) => {
@@ -262,12 +256,7 @@ function joinNode(url: string): LateNode {
   return {
     child,
     joinedAfterS: async (t0) => (joinedAt === undefined ? null : round((joinedAt - t0) / 1000)),
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      const exited = once(child, 'exit')
-      child.kill('SIGTERM')
-      await exited
-    },
+    stop,
   }
 }
 

@@ -11,17 +11,17 @@ export interface PlatformProcess {
   stop(): Promise<void>
 }
 
-export async function startPlatformProcess(args: string[] = []): Promise<PlatformProcess> {
+/**
+ * `magpie start ARGS` as a child process, its stdout piped to the caller;
+ * `stop` ends it with SIGTERM (and it is killed if this process exits first).
+ */
+export function spawnStart(args: string[]): Omit<PlatformProcess, 'url'> {
   // Node's own flags for the platform (`--cpu-prof --cpu-prof-dir DIR` to profile it), which NODE_OPTIONS cannot carry.
   const flags = (process.env.MAGPIE_BENCH_NODE_FLAGS ?? '').split(/\s+/).filter((f) => f !== '')
-  const child = spawn(
-    process.execPath,
-    [...flags, resolve(ROOT, 'bin/magpie.mjs'), 'start', '--port', '0', ...args],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  )
+  const child = spawn(process.execPath, [...flags, resolve(ROOT, 'bin/magpie.mjs'), 'start', ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return
     const exited = once(child, 'exit')
@@ -29,6 +29,11 @@ export async function startPlatformProcess(args: string[] = []): Promise<Platfor
     await exited
   }
   process.once('exit', () => child.kill('SIGKILL'))
+  return { child, stop }
+}
+
+export async function startPlatformProcess(args: string[] = []): Promise<PlatformProcess> {
+  const { child, stop } = spawnStart(['--port', '0', ...args])
   let output = ''
   const url = await new Promise<string>((done, fail) => {
     child.stdout?.on('data', (chunk: Buffer) => {

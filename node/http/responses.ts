@@ -37,9 +37,14 @@ function withContextHeaders(c: Context, headers: Record<string, string>): Record
   c.res.headers.forEach((value, key) => {
     all[key] = value
   })
+  markSent(c)
+  return Object.assign(all, headers)
+}
+
+/** Makes the context's answer RESPONSE_ALREADY_SENT itself, set after `undefined` so that Hono merges nothing into it. */
+function markSent(c: Context): void {
   c.res = undefined as unknown as Response
   c.res = RESPONSE_ALREADY_SENT
-  return Object.assign(all, headers)
 }
 
 /**
@@ -51,8 +56,7 @@ function withContextHeaders(c: Context, headers: Record<string, string>): Record
 export function keepSentAnswer(c: Context): void {
   const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing
   if (!(outgoing instanceof ServerResponse) || !outgoing.headersSent) return
-  c.res = undefined as unknown as Response
-  c.res = RESPONSE_ALREADY_SENT
+  markSent(c)
 }
 
 /** A response with bytes streamed from part of an open file, which it closes. */
