@@ -6,19 +6,17 @@ import type { ServerResponse } from 'node:http'
 import { type Context, Hono, type MiddlewareHandler, type Next } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { cors } from 'hono/cors'
-import { HTTPException } from 'hono/http-exception'
 import { routePath } from 'hono/route'
-import { RETRY_AFTER_S } from '../node/admission.ts'
 import type { Backend } from '../node/backend.ts'
 import { errorResponse, keepSentAnswer } from '../node/http/responses.ts'
-import { log } from '../node/log.ts'
 import { packageVersion } from '../node/version.ts'
 import { ID_HEADER } from '../sdk/codec.ts'
-import { MagpieError, PayloadTooLargeError, serializeError } from '../sdk/errors.ts'
 import { adminToken, bearerToken } from './auth.ts'
+import { type FastPath, fastInvoke } from './fast-invoke.ts'
 import { createMetrics, type RequestObserver } from './metrics.ts'
 import { openApiDocument, routeChecker } from './openapi.ts'
 import type { FunctionRegistry } from './registry/registry.ts'
+import { bodyTooLarge, errorOf, requestDone } from './requests.ts'
 import { actorRoutes } from './routes/actors.ts'
 import { dashboardRoutes } from './routes/dashboard.ts'
 import { functionRoutes } from './routes/functions.ts'
@@ -57,7 +55,7 @@ export const DEFAULT_MAX_BODY = 64 * 1024 * 1024
  * they stream, by Hono's bodyLimit, which costs a stream wrapper per request.
  */
 function bodyLimiter(maxBytes: number): (c: Context, next: Next) => Promise<void> {
-  const tooLarge = () => new PayloadTooLargeError(`the body is over the limit of ${maxBytes} bytes`)
+  const tooLarge = () => bodyTooLarge(maxBytes)
   const chunked = bodyLimit({
     maxSize: maxBytes,
     onError: () => {
@@ -75,9 +73,6 @@ function bodyLimiter(maxBytes: number): (c: Context, next: Next) => Promise<void
   }
 }
 
-/** Routes asked of often, by machines: logged at debug, not info. */
-const QUIET_ROUTES = /^\/(internal\/|healthz$|readyz$|metrics$)/
-
 interface EveryRequestOptions {
   maxBodyBytes: number
   /** Answers what a check threw, as the app's error handler does. */
@@ -93,11 +88,9 @@ interface EveryRequestOptions {
  * What every request goes through, in one step of Hono's chain (each step
  * costs a request some microseconds), in this order: CORS, the body limit
  * and the token under /v1, the check of its route's path parameters and
- * query (openapi.ts); then, once its answer is sent, one log line (method,
- * route pattern, never the path's ids nor its query, where a secret could
- * be; status, duration, and bytes sent, headers included) and its duration
- * to `observe` (the metrics' histogram). A check that fails is answered by
- * `onError`, as any error is, and logged the same.
+ * query (openapi.ts); then, once its answer is sent, its log line and
+ * metric (`requestDone`). A check that fails is answered by `onError`, as
+ * any error is, and logged the same.
  */
 function everyRequest(options: EveryRequestOptions): MiddlewareHandler {
   const { onError, observe, cors, auth } = options
@@ -128,39 +121,31 @@ function everyRequest(options: EveryRequestOptions): MiddlewareHandler {
       if (answer) c.res = answer
       keepSentAnswer(c)
     } else await handled()
-    const done = () => {
-      const seconds = (performance.now() - started) / 1000
-      const status = c.res.status
-      observe?.(c.req.method, route, status, seconds)
-      const logger = log()
-      const level = QUIET_ROUTES.test(route) ? 'debug' : 'info'
-      if (!logger.isLevelEnabled(level)) return
-      const fields = { method: c.req.method, route, status, ms: Math.round(seconds * 1e4) / 10 }
-      logger[level](socket ? { ...fields, bytes: socket.bytesWritten - before } : fields, 'request')
-    }
+    const done = () =>
+      requestDone(
+        { method: c.req.method, route, status: c.res.status, started },
+        socket ? socket.bytesWritten - before : undefined,
+        observe,
+      )
     if (outgoing && !outgoing.writableFinished) {
       outgoing.once('close', done)
     } else done()
   }
 }
 
-/** The JSON error of the contract for whatever a request threw. */
 function errorAnswer(err: Error): Response {
-  if (err instanceof MagpieError) {
-    const headers: Record<string, string> =
-      err.code === 'QUEUE_FULL' ? { 'retry-after': String(RETRY_AFTER_S) } : {}
-    return errorResponse(serializeError(err), headers)
-  }
-  if (err instanceof HTTPException) {
-    const code = err.status === 401 ? 'UNAUTHORIZED' : err.status === 403 ? 'FORBIDDEN' : 'BAD_REQUEST'
-    return errorResponse({ code, message: err.message || 'bad request' })
-  }
-  // A client that went away mid-request is nobody's error: there is no one to answer.
-  if ((err as NodeJS.ErrnoException).code !== 'ECONNRESET') log().error({ err }, 'request failed')
-  return errorResponse({ code: 'INTERNAL', message: 'internal error' })
+  const { error, headers } = errorOf(err)
+  return errorResponse(error, headers)
 }
 
-export function createGatewayApp(options: GatewayAppOptions): Hono {
+export interface Gateway {
+  /** Every route, on Hono. */
+  app: Hono
+  /** The hot route's own path, on Node's request and response (fast-invoke.ts); undefined with CORS on. */
+  fast: FastPath | undefined
+}
+
+export function createGateway(options: GatewayAppOptions): Gateway {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY
   const app = new Hono()
 
@@ -205,5 +190,14 @@ export function createGatewayApp(options: GatewayAppOptions): Hono {
 
   app.notFound((c) => errorResponse({ code: 'NOT_FOUND', message: `no route ${c.req.method} ${c.req.path}` }))
   app.onError(errorAnswer)
-  return app
+  const fast = origins
+    ? undefined
+    : fastInvoke({
+        backend: options.backend,
+        functions: options.functions,
+        maxBodyBytes,
+        tokens: options.token ? [options.token, options.adminToken] : undefined,
+        observe: metrics.observeRequest,
+      })
+  return { app, fast }
 }

@@ -11,15 +11,25 @@ function same(given: Buffer, expected: Buffer): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected)
 }
 
-/** 401 without a Bearer token, 403 unless it is one of `tokens`. */
-export function bearerToken(...tokens: Array<string | undefined>): MiddlewareHandler {
+/** A check of an Authorization header: throws 401 without a Bearer token, 403 unless it is one of `tokens`. */
+export function bearerCheck(
+  ...tokens: Array<string | undefined>
+): (authorization: string | undefined) => void {
   const expected = tokens.filter((t): t is string => !!t).map((t) => Buffer.from(t))
-  return async function requireBearerToken(c, next) {
-    const header = /^Bearer\s+(\S+)\s*$/i.exec(c.req.header('authorization') ?? '')
+  return (authorization) => {
+    const header = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')
     if (!header) throw new MagpieError('an Authorization: Bearer token is required', { code: 'UNAUTHORIZED' })
     const given = Buffer.from(header[1] as string)
     if (!expected.some((e) => same(given, e)))
       throw new MagpieError('the token is not valid', { code: 'FORBIDDEN' })
+  }
+}
+
+/** 401 without a Bearer token, 403 unless it is one of `tokens`. */
+export function bearerToken(...tokens: Array<string | undefined>): MiddlewareHandler {
+  const check = bearerCheck(...tokens)
+  return async function requireBearerToken(c, next) {
+    check(c.req.header('authorization'))
     await next()
   }
 }

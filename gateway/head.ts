@@ -17,7 +17,7 @@ import { isReachableUrl } from '../cluster/protocol.ts'
 import { headSecret, writeJoinCommand } from '../cluster/secret.ts'
 import type { AdmissionLimits } from '../node/admission.ts'
 import { listen } from '../node/http/listen.ts'
-import { createGatewayApp } from './app.ts'
+import { createGateway } from './app.ts'
 import { LOOPBACK } from './platform.ts'
 import { type FunctionRecord, FunctionRegistry } from './registry/registry.ts'
 import { SecretStore } from './secrets.ts'
@@ -140,7 +140,7 @@ export async function startHead(options: HeadOptions) {
   })
   const restored = backend.restore(kept, deadAfterMs)
   await state?.flushed()
-  const app = createGatewayApp({
+  const gateway = createGateway({
     backend,
     functions,
     secrets,
@@ -152,7 +152,7 @@ export async function startHead(options: HeadOptions) {
     internal: headRoutes({ registry, backend, client, secret, functions: headFunctions(functions) }),
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })
-  const server = await listen(app.fetch, options.port ?? 8080, host)
+  const server = await listen(gateway.app.fetch, options.port ?? 8080, host, gateway.fast)
   const url =
     options.advertiseUrl?.replace(/\/+$/, '') ??
     (isReachableUrl(server.url) ? server.url : `http://${externalAddress()}:${server.port}`)

@@ -98,7 +98,11 @@ export async function readCall(
       options: {},
     }
   }
-  const text = await c.req.text()
+  return callOf(await c.req.text(), functionCall)
+}
+
+/** A call's arguments and options from its JSON body (an empty body is no arguments). */
+export function callOf(text: string, functionCall = false): { args: TaskArg[]; options: CallOptions } {
   const body = text.trim() === '' ? [] : parseJson(text)
   let args: unknown[]
   let options: CallOptions = {}

@@ -9,7 +9,7 @@ import type { AdmissionLimits } from '../node/admission.ts'
 import { localBackend } from '../node/backend.ts'
 import { listen } from '../node/http/listen.ts'
 import { LocalNode } from '../node/node.ts'
-import { createGatewayApp } from './app.ts'
+import { createGateway } from './app.ts'
 import { FunctionRegistry } from './registry/registry.ts'
 import { SecretStore } from './secrets.ts'
 
@@ -98,7 +98,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
   })
   let url = ''
   const backend = localBackend(node, () => url)
-  const app = createGatewayApp({
+  const gateway = createGateway({
     backend,
     functions,
     secrets,
@@ -109,7 +109,7 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
     cors: options.cors,
     ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
   })
-  const server = await listen(app.fetch, options.port ?? 8080, host)
+  const server = await listen(gateway.app.fetch, options.port ?? 8080, host, gateway.fast)
   await node.ready()
   url = server.url
   let closed: Promise<void> | undefined

@@ -23,6 +23,18 @@ const MAX_BUFFER_BYTES = 16 * 2 ** 20
 const WRITE_BYTES = 8192
 const FLUSH_MS = 200
 
+/** pino's ISO time, formatted once a millisecond: a busy gateway writes several access lines in one. */
+let stampedMs = 0
+let stamp = ''
+function isoTime(): string {
+  const now = Date.now()
+  if (now !== stampedMs) {
+    stampedMs = now
+    stamp = `,"time":"${new Date(now).toISOString()}"`
+  }
+  return stamp
+}
+
 function make(level: LogLevel): Logger {
   // pino-pretty is loaded only for a terminal: a platform logging JSON, or a node, never loads it.
   const destination = process.stderr.isTTY
@@ -43,7 +55,7 @@ function make(level: LogLevel): Logger {
     {
       level,
       base: { pid: process.pid },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
     destination,

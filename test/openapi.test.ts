@@ -3,7 +3,7 @@
  * same schemas check path parameters and queries before the handlers run.
  */
 import { describe, expect, it } from 'vitest'
-import { createGatewayApp } from '../gateway/app.ts'
+import { createGateway } from '../gateway/app.ts'
 import { openApiPath } from '../gateway/openapi.ts'
 import { usePlatform } from './helpers.ts'
 
@@ -12,7 +12,7 @@ const ctx = usePlatform({ cpus: 1 })
 /** The routes the gateway serves to clients: all of them but the middleware's catch-alls. */
 function servedRoutes(): string[] {
   // Routes are made when the app is; no backend is called until a request comes.
-  const app = createGatewayApp({ backend: {} as never, functions: {} as never, secrets: {} as never })
+  const { app } = createGateway({ backend: {} as never, functions: {} as never, secrets: {} as never })
   const routes = new Set<string>()
   for (const r of app.routes) {
     if (r.method === 'ALL' || r.path.endsWith('*')) continue

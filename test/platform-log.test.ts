@@ -27,6 +27,14 @@ describe('the platform log', () => {
     })
     expect(await made.text()).toBe('49')
     const id = made.headers.get('x-magpie-object-id') as string
+    // Without ?wait, the invoke route's own path (fast-invoke.ts) answers: its line is the same.
+    const queued = await fetch(`${url}/v1/functions/square/invoke`, {
+      method: 'POST',
+      body: '[8]',
+      headers: auth,
+    })
+    expect(queued.status).toBe(202)
+    const queuedId = ((await queued.json()) as { id: string }).id
     expect((await fetch(`${url}/v1/objects/${id}`, { headers: auth })).status).toBe(200)
     expect((await fetch(`${url}/v1/objects/${id}`)).status).toBe(401)
     const exited = once(child, 'exit')
@@ -47,10 +55,22 @@ describe('the platform log', () => {
         bytes: expect.any(Number),
       }),
     )
+    const invokes = requests.filter((r) => r.route === '/v1/functions/:name/invoke')
+    expect(invokes.map((r) => r.status)).toEqual([200, 202])
+    expect(invokes[1]).toEqual({
+      ...invokes[0],
+      status: 202,
+      ms: expect.any(Number),
+      bytes: expect.any(Number),
+      time: expect.any(String),
+    })
+    expect(invokes[1]?.bytes).toBeGreaterThan(100)
     expect(requests.filter((r) => r.route === '/v1/objects/:id').map((r) => r.status)).toEqual([200, 401])
     expect(typeof requests[0]?.time).toBe('string')
+    expect(requests[0]?.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
     expect(err()).not.toContain(token)
     expect(err()).not.toContain(id)
+    expect(err()).not.toContain(queuedId)
   }, 30_000)
 
   it('keeps request lines out below info, and refuses an unknown level', async () => {

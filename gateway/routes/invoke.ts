@@ -18,17 +18,41 @@ import { objectResponse } from '../respond.ts'
 export async function invokeOne(
   c: Context,
   backend: Backend,
-  submit: (call: { id: string; args: TaskArg[]; options: CallOptions }) => void,
+  submit: (call: SubmittedCall) => void,
   functionCall = false,
 ): Promise<Response> {
-  const header = c.req.header(ID_HEADER)
-  const id = header === undefined ? newObjectId() : checkId(header)
+  const id = callId(c.req.header(ID_HEADER))
   const wait = waitParam(c)
-  const { args, options } = await readCall(c, functionCall)
+  await submitCall(backend, id, await readCall(c, functionCall), submit)
+  if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000), backend)
+  return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
+}
+
+export interface SubmittedCall {
+  id: string
+  args: TaskArg[]
+  options: CallOptions
+}
+
+/** A call's id: its X-Magpie-Object-Id header's, checked, or a new one. */
+export function callId(header: string | undefined): string {
+  return header === undefined ? newObjectId() : checkId(header)
+}
+
+/**
+ * A call read from its request, submitted once its `$ref` arguments are
+ * known to exist and the queues have room; resolves once the submission is
+ * durable. Shared with the hot route's own path (fast-invoke.ts).
+ */
+export async function submitCall(
+  backend: Backend,
+  id: string,
+  call: { args: TaskArg[]; options: CallOptions },
+  submit: (call: SubmittedCall) => void,
+): Promise<void> {
+  const { args, options } = call
   await requireObjects(backend, refsOf(args))
   if (!backend.lookup(id)) backend.admit(1, argumentBytes(args))
   submit({ id, args, options })
   await backend.durable?.()
-  if (wait !== undefined) return objectResponse(c, id, await backend.whenSettled(id, wait * 1000), backend)
-  return pendingResponse(c, id, backend.lookup(id)?.status ?? 'pending')
 }
