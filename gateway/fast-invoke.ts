@@ -67,7 +67,11 @@ export function fastInvoke(options: FastInvokeOptions): FastPath {
       status = ERROR_STATUS[error.code] ?? 500
       if (!res.headersSent) {
         const body = JSON.stringify({ error })
-        res.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body), ...headers })
+        res.writeHead(status, {
+          'content-type': JSON_TYPE,
+          'content-length': Buffer.byteLength(body),
+          ...headers,
+        })
         res.end(body)
       }
     }
