@@ -14,7 +14,7 @@ import type { InternalClient } from '../client.ts'
 import { throttledWarn } from '../log.ts'
 import { isReachableUrl, type Peer } from '../protocol.ts'
 
-const HEARTBEAT_MS = 500
+export const HEARTBEAT_MS = 500
 /** Longest wait between tries to reach the head. */
 const RETRY_MAX_MS = 2000
 /** How often trouble reaching the head is said. */

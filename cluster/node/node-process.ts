@@ -33,7 +33,7 @@ import { Delegations } from './delegations.ts'
 import { internalApi } from './internal-api.ts'
 import { Membership } from './membership.ts'
 import { Reports } from './reports.ts'
-import { Thief } from './thief.ts'
+import { stealShare, Thief } from './thief.ts'
 
 /** Stolen calls whose thief a node remembers, to point readers on. */
 const MOVED_KEPT = 100_000
@@ -218,10 +218,10 @@ export async function startNodeProcess(options: NodeProcessOptions) {
       (err: unknown) => node.store.settle(id, { error: serializeError(err, 'OBJECT_LOST') }),
     )
 
-  /** A peer with nothing to do takes up to half of the calls queued here. */
+  /** A peer with nothing to do takes up to half of the calls queued here, and at most STEAL_PER_CPU for each of its CPUs. */
   const steal = (thief: StealRequest): StolenCall[] => {
     const address = self().address
-    const max = Math.ceil(node.load.queued / 2)
+    const max = stealShare(node.load.queued, thief.cpus)
     const holds = new Set(thief.holds)
     const tasks = node.giveAway(max, holds, (t) => canRun(t.options, thief.cpus, thief.resources))
     return tasks.map((task): StolenCall => {

@@ -31,7 +31,7 @@ export interface ReportsOptions {
  * an owner's calls here goes at once: nothing is held back for the window
  * when nothing else is coming.
  */
-const REPORT_GATHER_MS = 50
+export const REPORT_GATHER_MS = 50
 
 export class Reports {
   readonly #node: LocalNode

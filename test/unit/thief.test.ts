@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { InternalClient } from '../../cluster/client.ts'
-import { Thief } from '../../cluster/node/thief.ts'
+import { STEAL_PER_CPU, stealShare, Thief } from '../../cluster/node/thief.ts'
 import type { Nudge, Peer, StolenCall } from '../../cluster/protocol.ts'
 import type { LocalNode } from '../../node/node.ts'
 
@@ -123,5 +123,14 @@ describe('a node with calls waiting', () => {
     await vi.advanceTimersByTimeAsync(150)
     t.queuedHere()
     expect(nudges).toHaveLength(2)
+  })
+})
+
+describe('the share a thief takes', () => {
+  it('is half of the queue, rounded up, and at most STEAL_PER_CPU for each of its CPUs', () => {
+    expect(stealShare(1, 4)).toBe(1)
+    expect(stealShare(7, 4)).toBe(4)
+    expect(stealShare(100_000, 1)).toBe(STEAL_PER_CPU)
+    expect(stealShare(100_000, 4)).toBe(4 * STEAL_PER_CPU)
   })
 })
