@@ -19,7 +19,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { Agent, request } from 'undici'
+import { Agent, Pool, request } from 'undici'
 import { startPlatformProcess } from './lib/platform-process.ts'
 
 const { values } = parseArgs({
@@ -150,33 +150,43 @@ async function liveObjects(count: number) {
 
 async function longPolls(count: number) {
   const platform = await startPlatformProcess(['--cpus', '1'])
-  const agent = new Agent({ connections: count + 10, headersTimeout: 60_000, bodyTimeout: 60_000 })
+  const pool = new Pool(platform.url, { connections: count, headersTimeout: 60_000, bodyTimeout: 60_000 })
   try {
     const { url } = platform
     const pid = platform.child.pid as number
-    const { id } = (await post(url, '/v1/functions/busy/invoke', [8000])) as { id: string }
+    // The call the polls wait for ends well after they are all open and /healthz has been asked.
+    const holdMs = 20_000
+    const { id } = (await post(url, '/v1/functions/busy/invoke', [holdMs])) as { id: string }
     const before = rssBytes(pid)
+    const started = performance.now()
     const polls = Array.from({ length: count }, () =>
-      request(`${url}/v1/objects/${id}?wait=30`, { dispatcher: agent }).then(async (res) => ({
+      pool.request({ method: 'GET', path: `/v1/objects/${id}?wait=30` }).then(async (res) => ({
         status: res.statusCode,
         body: await res.body.text(),
       })),
     )
-    // All are open before /healthz is asked.
-    await new Promise((r) => setTimeout(r, 2500))
+    // Every poll's connection is open (its request sent) before /healthz is asked.
+    while (pool.stats.connected < count && performance.now() - started < holdMs / 2) {
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    const openS = (performance.now() - started) / 1000
+    const connected = pool.stats.connected
+    await new Promise((r) => setTimeout(r, 500))
     const during = rssBytes(pid)
     const probe = await health(url)
     const answers = await Promise.all(polls)
-    const right = answers.filter((a) => a.status === 200 && a.body === '8000').length
+    const right = answers.filter((a) => a.status === 200 && a.body === String(holdMs)).length
     return {
       polls: count,
+      connected,
+      open_s: round(openS),
       answered_with_the_value: right,
       rss_mb_with_polls_open: round(during / 2 ** 20),
       bytes_per_poll: Math.round((during - before) / count),
       healthz: probe,
     }
   } finally {
-    await agent.close()
+    await pool.close()
     await platform.stop()
   }
 }
