@@ -214,7 +214,10 @@ export async function startNodeProcess(options: NodeProcessOptions) {
   /** Settles an object here with a copy of it from the node at `from`. */
   const copyFrom = (id: string, from: string) =>
     client.readObject(id, from).then(
-      (value) => node.store.settle(id, { value }),
+      (value) => {
+        node.countFetched(value)
+        node.store.settle(id, { value })
+      },
       (err: unknown) => node.store.settle(id, { error: serializeError(err, 'OBJECT_LOST') }),
     )
 
@@ -265,6 +268,7 @@ export async function startNodeProcess(options: NodeProcessOptions) {
         // Once copied here, the thief's copy is just a copy (kept a while: more calls may want it there).
         client.readObject(o.id, report.address).then(
           (value) => {
+            node.countFetched(value)
             delegations.settled(o.id)
             node.store.settle(o.id, { value })
             releases.push(report.address, o.id)
