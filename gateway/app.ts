@@ -133,6 +133,7 @@ function everyRequest(options: EveryRequestOptions): MiddlewareHandler {
   }
 }
 
+/** The JSON error of the contract for whatever a request threw, as Hono's answer. */
 function errorAnswer(err: Error): Response {
   const { error, headers } = errorOf(err)
   return errorResponse(error, headers)

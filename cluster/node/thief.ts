@@ -10,6 +10,7 @@
  * MAX_PROBE_MS), as loads heard from the head are up to a heartbeat old.
  */
 import type { InternalClient } from '../client.ts'
+import { warn } from '../log.ts'
 import type { Nudge, Peer, StolenCall } from '../protocol.ts'
 
 /** What the thief reads of its node (a LocalNode; a simulated one in bench/sim). */
@@ -49,7 +50,15 @@ export const realClock: Clock = {
  * and 0.57. MAGPIE_STEAL_PER_CPU sets it (`Infinity`: half the queue,
  * as before), for such comparisons.
  */
-export const STEAL_PER_CPU = Number(process.env.MAGPIE_STEAL_PER_CPU ?? 8)
+export const STEAL_PER_CPU = stealPerCpu(process.env.MAGPIE_STEAL_PER_CPU)
+
+function stealPerCpu(raw: string | undefined): number {
+  if (raw === undefined) return 8
+  const n = Number(raw)
+  if (n >= 1) return n
+  warn('MAGPIE_STEAL_PER_CPU must be a number of at least 1 (or Infinity): 8 is used', { value: raw })
+  return 8
+}
 
 /**
  * How many of the calls queued at a node a thief may take at once: half,
@@ -125,7 +134,7 @@ export class Thief {
       this.#freedQueued = false
       const { node } = this.#options
       const load = node.load
-      if (!this.#busy && load.queued === 0 && load.running < node.cpus) this.#schedule(0)
+      if (!this.#busy && this.#wants(load)) this.#schedule(0)
     })
   }
 
@@ -173,7 +182,7 @@ export class Thief {
     const load = node.load
     // Work here means work may be about: probe soon again once idle.
     if (load.running > 0) this.#probeMs = PROBE_MS
-    if (load.queued > 0 || load.running >= node.cpus) return
+    if (!this.#wants(load)) return
     let victim = this.#peers.filter((p) => p.queued > 0).sort((a, b) => b.queued - a.queued)[0]
     let probe = false
     if (!victim) {
@@ -192,6 +201,11 @@ export class Thief {
       // More may be there: look again at once.
       if (got > 0) this.#schedule(0)
     })
+  }
+
+  /** Whether this node would take calls now: nothing waits here and a thread is free. */
+  #wants(load: { queued: number; running: number }): boolean {
+    return load.queued === 0 && load.running < this.#options.node.cpus
   }
 
   /** Asks `victim` for calls and runs them; how many it got (0 if it could not be asked). */
