@@ -11,6 +11,7 @@ import type { Client } from './client.ts'
 import type { ObjectRef } from './codec.ts'
 import { MagpieError } from './errors.ts'
 import { RUNTIME_KEY } from './runtime.ts'
+import { seeded } from './seeded.ts'
 
 // ---- search spaces ----
 
@@ -67,18 +68,6 @@ function domainOf(value: unknown): Domain<unknown> | undefined {
   return typeof value === 'object' && value !== null && kDomain in value
     ? (value as Domain<unknown>)
     : undefined
-}
-
-/** A seeded generator of numbers in [0, 1) (mulberry32), so that a search can be run again. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 /** The configs of a search: every grid combination, `numSamples` times, sampled values drawn anew each time. */

@@ -5,6 +5,7 @@
  * own timers run on simulated time.
  */
 import type { Clock } from '../../cluster/node/thief.ts'
+import { seeded } from '../../sdk/seeded.ts'
 
 interface SimTimer {
   at: number
@@ -13,18 +14,6 @@ interface SimTimer {
   live: boolean
   /** It settles a promise: the reactions run before the next event. */
   settles: boolean
-}
-
-/** A small seeded generator (mulberry32): the same seed, the same run. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 export class SimClock implements Clock {
