@@ -4,12 +4,15 @@
  * 1 on 2 threads, through the real WorkScheduler, Thief, stealing share and
  * placement, on simulated time, at 16 to 1,024 worker threads.
  *
- *   npm run bench:sim [-- --latency-ms 0.2 --bandwidth-mbps 1250 --overhead-ms 0.1]
- *   npm run bench:sim -- --validate   (also runs bench:seed here, for the two configurations it predicts)
+ *   npm run bench:sim [-- --latency-ms 0.2 --bandwidth-mbps 1250 --overhead-ms 1.8 --stolen-overhead-ms 2]
+ *   npm run bench:sim -- --only here --validate   (runs bench:seed here too, and compares)
+ *   npm run bench:sim -- --only 256               (the rows whose name has "256")
  *
- * It prints JSON: one row per configuration. The first two rows are this
- * machine (2 cores shared by all threads; its measured network and per-call
- * overhead); the others a cluster of one core per thread.
+ * It prints JSON: one row per configuration (and each row on stderr as it
+ * is done). The first two rows are this machine (2 cores shared by all
+ * threads, 1 ms a message, 400 MB/s); the others a cluster of one core per
+ * thread. The platform's CPU per call defaults to what bench:seed measured
+ * here (bench/README.md, "Scale"); --validate measures it first.
  */
 import { spawnSync } from 'node:child_process'
 import { resolve } from 'node:path'
@@ -32,7 +35,15 @@ const { values } = parseArgs({
     validate: { type: 'boolean', default: false },
   },
 })
-const num = (name: keyof typeof values) => Number(values[name])
+/** A numeric option, checked: a number of at least `min` (the bandwidth must be above 0). */
+function num(name: keyof typeof values, min = 0): number {
+  const n = Number(values[name])
+  if (!Number.isFinite(n) || n < min || (name.includes('bandwidth') && n === 0))
+    throw new Error(
+      `--${name} must be a number of at least ${min}${name.includes('bandwidth') ? ', above 0' : ''}`,
+    )
+  return n
+}
 
 interface SeedRun {
   efficiency: number
