@@ -32,7 +32,10 @@ const { values } = parseArgs({
 const BATCH = 10_000
 for (const name of ['calls', 'objects', 'polls'] as const) {
   const n = Number(values[name])
-  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a whole number of at least 1`)
+  if (!Number.isInteger(n) || n < 1) {
+    console.error(`bench:envelope: --${name} must be a whole number of at least 1`)
+    process.exit(2)
+  }
 }
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits

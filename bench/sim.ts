@@ -38,10 +38,12 @@ const { values } = parseArgs({
 /** A numeric option, checked: a number of at least `min` (the bandwidth must be above 0). */
 function num(name: keyof typeof values, min = 0): number {
   const n = Number(values[name])
-  if (!Number.isFinite(n) || n < min || (name.includes('bandwidth') && n === 0))
-    throw new Error(
-      `--${name} must be a number of at least ${min}${name.includes('bandwidth') ? ', above 0' : ''}`,
+  if (!Number.isFinite(n) || n < min || (name.includes('bandwidth') && n === 0)) {
+    console.error(
+      `bench:sim: --${name} must be a number of at least ${min}${name.includes('bandwidth') ? ', above 0' : ''}`,
     )
+    process.exit(2)
+  }
   return n
 }
 
