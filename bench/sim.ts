@@ -33,6 +33,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     only: { type: 'string' },
     validate: { type: 'boolean', default: false },
+    'args-where-run': { type: 'boolean', default: false },
   },
 })
 /** A numeric option, checked: a number of at least `min` (the bandwidth must be above 0). */
@@ -126,7 +127,7 @@ if (values.validate) {
 
 const here = { latencyMs: num('local-latency-ms'), bandwidthMBps: num('local-bandwidth-mbps') }
 const cluster = { latencyMs: num('latency-ms'), bandwidthMBps: num('bandwidth-mbps') }
-const common = { scale: 1, callOverheadMs, stolenCallOverheadMs }
+const common = { scale: 1, callOverheadMs, stolenCallOverheadMs, argsWhereRun: values['args-where-run'] }
 const configs: Array<{ name: string; params: SimParams; measure?: string[] }> = [
   {
     name: 'here: 1 node x 2',

@@ -59,6 +59,13 @@ export interface SimParams {
   callOverheadMs: number
   /** CPU a call run on another node than its owner's costs beside that (the steal, its report), in ms. */
   stolenCallOverheadMs: number
+  /**
+   * A model of a change not built: a call queues once its arguments are
+   * settled anywhere, and they are fetched where it runs, by the thread
+   * about to run it (which waits meanwhile), instead of to the node where
+   * it queues. What it would give, not what magpie does.
+   */
+  argsWhereRun?: boolean
 }
 
 export interface SimResult {
@@ -359,11 +366,14 @@ export class SimCluster {
       return
     }
     for (const id of task.args) {
-      this.whenKnown(node, id, () =>
-        this.#fetch(node, id, () => {
+      this.whenKnown(node, id, () => {
+        if (this.params.argsWhereRun) {
           if (--missing === 0) ready()
-        }),
-      )
+        } else
+          this.#fetch(node, id, () => {
+            if (--missing === 0) ready()
+          })
+      })
     }
   }
 
@@ -413,7 +423,14 @@ export class SimCluster {
       node.running[w] = task
       const { callOverheadMs, stolenCallOverheadMs } = this.params
       const overhead = callOverheadMs + (task.owner === node ? 0 : stolenCallOverheadMs)
-      this.#cpus.start(task.work + overhead, () => this.#finished(node, w, task))
+      const run = () => this.#cpus.start(task.work + overhead, () => this.#finished(node, w, task))
+      let missing = task.args.length
+      if (!this.params.argsWhereRun || missing === 0) run()
+      else
+        for (const id of task.args)
+          this.#fetch(node, id, () => {
+            if (--missing === 0) run()
+          })
     }
   }
 

@@ -57,6 +57,13 @@ describe('the simulator', () => {
     expect(makespan).toBeGreaterThan(totalWorkMs(1) / 2)
   })
 
+  it('models fetching arguments where a call runs: less into the owner’s node', async () => {
+    const params = { ...base, nodes: 8, workersPerNode: 2, cores: 16, copies: 8 }
+    const queued = await run(params)
+    const whereRun = await run({ ...params, argsWhereRun: true })
+    expect(Math.max(...whereRun.moved)).toBeLessThan(Math.max(...queued.moved))
+  })
+
   it('gives the same run for the same seed', async () => {
     const params = { ...base, nodes: 3, workersPerNode: 1 }
     expect(await run(params, 7)).toEqual(await run(params, 7))
