@@ -95,7 +95,6 @@ interface SimTask {
   owner: SimNode
   /** The worker whose call made it, on its owner (front of that deque). */
   origin: number | undefined
-  then(at: SimNode): void
 }
 
 interface SimObject {
@@ -310,9 +309,8 @@ export class SimCluster {
   submit(
     owner: SimNode,
     spec: { work: number; args: number[]; outBytes: number; origin: number | undefined },
-    then: (at: SimNode) => void,
   ): number {
-    const task: SimTask = { id: this.#nextId++, owner, then, ...spec }
+    const task: SimTask = { id: this.#nextId++, owner, ...spec }
     this.tasks += 1
     this.#objects.set(task.id, {
       bytes: task.outBytes,
@@ -441,7 +439,6 @@ export class SimCluster {
     node.hold(task.id, task.outBytes)
     this.#known(node, task.id)
     if (task.owner !== node) this.#report(node, task)
-    task.then(node)
     this.#dispatch(node)
     node.thief.freed()
   }
@@ -552,7 +549,7 @@ export function runPipeline(cluster: SimCluster): { done: () => boolean; makespa
         itemsOf[key] = (itemsOf[key] as number) + 1
       }
   const submit = (work: number, args: number[], outBytes: number, then: () => void) => {
-    const id = cluster.submit(driver, { work, args, outBytes, origin }, () => {})
+    const id = cluster.submit(driver, { work, args, outBytes, origin })
     cluster.whenKnown(driver, id, then)
     return id
   }
