@@ -78,7 +78,8 @@ async function post(url: string, path: string, body: unknown): Promise<unknown> 
   return JSON.parse(text)
 }
 
-async function gcAndWait(): Promise<void> {
+/** A pause before resident memory is read, for the platform's garbage to be collected (it is not forced). */
+async function letMemorySettle(): Promise<void> {
   await new Promise((r) => setTimeout(r, 1500))
 }
 
@@ -89,7 +90,7 @@ async function queuedCalls(count: number) {
     const pid = platform.child.pid as number
     // The thread is held for the whole part; each noop waits behind it.
     await post(url, '/v1/functions/busy/invoke', [60_000])
-    await gcAndWait()
+    await letMemorySettle()
     const before = rssBytes(pid)
     const started = performance.now()
     for (let sent = 0; sent < count; sent += BATCH) {
@@ -101,7 +102,7 @@ async function queuedCalls(count: number) {
       )
     }
     const submitS = (performance.now() - started) / 1000
-    await gcAndWait()
+    await letMemorySettle()
     const after = rssBytes(pid)
     const nodes = (await (await fetch(`${url}/v1/nodes`)).json()) as Array<{ queued?: number }>
     return {
@@ -123,7 +124,7 @@ async function liveObjects(count: number) {
   try {
     const { url } = platform
     const pid = platform.child.pid as number
-    await gcAndWait()
+    await letMemorySettle()
     const before = rssBytes(pid)
     const ids: string[] = []
     for (let sent = 0; sent < count; sent += BATCH) {
@@ -138,7 +139,7 @@ async function liveObjects(count: number) {
     // Every result is in before the memory is read.
     for (let i = 0; i < ids.length; i += BATCH)
       await post(url, '/v1/wait', { ids: ids.slice(i, i + BATCH), timeout: 60 })
-    await gcAndWait()
+    await letMemorySettle()
     const after = rssBytes(pid)
     const last = ids.at(-1) as string
     const value = await (await fetch(`${url}/v1/objects/${last}`)).json()

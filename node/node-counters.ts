@@ -1,4 +1,5 @@
 /** What a node counts of its work: calls by function and outcome, run times, bytes between threads. */
+import { type EncodedValue, sizeOf } from '../sdk/codec.ts'
 import type { TaskArg } from './worker/messages.ts'
 
 /** Expected run time of a function never seen before, in ms. */
@@ -20,6 +21,12 @@ export class NodeCounters {
   readonly stolen = { in: 0, out: 0 }
   /** Objects copied here from other nodes. */
   readonly fetched = { count: 0, bytes: 0 }
+
+  /** Counts a value copied here from another node. */
+  copiedHere(value: EncodedValue): void {
+    this.fetched.count += 1
+    this.fetched.bytes += sizeOf(value)
+  }
 
   /** Counts a call of `ref` (a function, or `name@version`: counted by name, whatever its version). */
   outcome(ref: string, failed: boolean): void {

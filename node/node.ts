@@ -10,7 +10,7 @@
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type EncodedValue, sizeOf } from '../sdk/codec.ts'
+import type { EncodedValue } from '../sdk/codec.ts'
 import { ActorNotFoundError, FunctionNotFoundError, type SerializedError } from '../sdk/errors.ts'
 import { type ActorSpec, Actors } from './actors.ts'
 import { Admission, type AdmissionLimits } from './admission.ts'
@@ -596,14 +596,13 @@ export class LocalNode {
    * it becomes a copy like those fetched from peers (kept a while, dropped
    * first when memory is short).
    */
-  /** Counts a value copied here from another node by the cluster's own requests (an owner's results, and copies it settles with). */
-  countFetched(value: EncodedValue): void {
-    this.#counters.fetched.count += 1
-    this.#counters.fetched.bytes += sizeOf(value)
-  }
-
   keepAsCopy(id: string): void {
     this.#remote.keepAsCopy(id)
+  }
+
+  /** Counts a value copied here from another node by the cluster's own requests (an owner's results, and copies it settles with). */
+  countFetched(value: EncodedValue): void {
+    this.#counters.copiedHere(value)
   }
 
   /**

@@ -4,7 +4,7 @@
  * where), and keeps the copy a while for more tasks that take it. A copy is
  * dropped rather than spilled when memory is short: its owner keeps the object.
  */
-import { type EncodedValue, sizeOf } from '../sdk/codec.ts'
+import type { EncodedValue } from '../sdk/codec.ts'
 import { serializeError } from '../sdk/errors.ts'
 import type { NodeCounters } from './node-counters.ts'
 import type { ObjectStore } from './store/object-store.ts'
@@ -63,8 +63,7 @@ export class RemoteObjects {
       return
     fetchRemote(id, at).then(
       (value) => {
-        this.#counters.fetched.count += 1
-        this.#counters.fetched.bytes += sizeOf(value)
+        this.#counters.copiedHere(value)
         this.#store.settle(id, { value })
       },
       (err: unknown) => this.#store.settle(id, { error: serializeError(err, 'OBJECT_LOST') }),

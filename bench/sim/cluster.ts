@@ -203,7 +203,6 @@ class Link {
 export class SimNode implements ThiefNode {
   readonly scheduler: WorkScheduler<SimTask>
   readonly running: Array<SimTask | undefined>
-  readonly held = new Map<number, number>()
   /** The big objects held, in the order they came (all of this workload's are the same size). */
   readonly #big: number[] = []
   readonly inLink = new Link()
@@ -220,7 +219,6 @@ export class SimNode implements ThiefNode {
   }
 
   hold(id: number, bytes: number): void {
-    this.held.set(id, bytes)
     if (bytes >= BIG) this.#big.push(id)
   }
 
